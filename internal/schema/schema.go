@@ -1,0 +1,241 @@
+package schema
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/oncecall/oncecall/internal/protocol"
+)
+
+// Kind is the JSON type of a parameter.
+type Kind int
+
+const (
+	// String is a JSON string.
+	String Kind = iota
+	// StringList is a JSON array of strings.
+	StringList
+)
+
+// Param is one named argument.
+type Param struct {
+	Name        string
+	Description string
+	Kind        Kind
+	Required    bool
+	// MinLength and MaxLength bound a string, or each string of a list, in
+	// Unicode characters. MaxLength 0 means no bound.
+	MinLength, MaxLength int
+	// Enum, when set, lists the only accepted values.
+	Enum []string
+	// Pattern, when set, is a regular expression the whole string must match.
+	Pattern *regexp.Regexp
+	// PatternHint says in words what Pattern accepts.
+	PatternHint string
+	// MaxItems bounds a list; 0 means no bound.
+	MaxItems int
+	// Multiline allows line breaks and tabs in a string; other control
+	// characters are always refused.
+	Multiline bool
+}
+
+// Function is a Protocol Function: its name, what it does, whether it changes
+// state, and its parameters.
+type Function struct {
+	Name        string
+	Description string
+	// Mutating functions need an operation id and run exactly once per
+	// operation.
+	Mutating bool
+	Params   []Param
+}
+
+// Violation is one problem with the arguments, phrased as what to fix.
+type Violation struct {
+	Param   string
+	Message string
+}
+
+// Validate checks args against f's parameters and returns every problem found,
+// in parameter order, unknown arguments last. It returns nil for valid args.
+func (f *Function) Validate(args map[string]any) []Violation {
+	var out []Violation
+	for i := range f.Params {
+		p := &f.Params[i]
+		v, present := args[p.Name]
+		if !present || v == nil {
+			if p.Required {
+				out = append(out, Violation{p.Name, fmt.Sprintf("%s is required: %s", p.Name, p.Description)})
+			}
+			continue
+		}
+		if msg := p.check(v); msg != "" {
+			out = append(out, Violation{p.Name, msg})
+		}
+	}
+	var unknown []string
+	for k := range args {
+		if f.param(k) == nil {
+			unknown = append(unknown, protocol.Clip(k))
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		out = append(out, Violation{unknown[0], fmt.Sprintf("%s %s not accepted; the accepted arguments are %s",
+			quoteList(unknown), plural(len(unknown), "is", "are"), quoteList(f.ParamNames()))})
+	}
+	return out
+}
+
+// ParamNames lists the parameter names in declaration order.
+func (f *Function) ParamNames() []string {
+	names := make([]string, len(f.Params))
+	for i, p := range f.Params {
+		names[i] = p.Name
+	}
+	return names
+}
+
+func (f *Function) param(name string) *Param {
+	for i := range f.Params {
+		if f.Params[i].Name == name {
+			return &f.Params[i]
+		}
+	}
+	return nil
+}
+
+func (p *Param) check(v any) string {
+	switch p.Kind {
+	case StringList:
+		list, ok := v.([]any)
+		if !ok {
+			return fmt.Sprintf("%s must be an array of strings, not %s", p.Name, protocol.Kind(v))
+		}
+		if p.MaxItems > 0 && len(list) > p.MaxItems {
+			return fmt.Sprintf("%s has %d items; send at most %d", p.Name, len(list), p.MaxItems)
+		}
+		seen := make(map[string]bool, len(list))
+		for i, e := range list {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Sprintf("%s[%d] must be a string, not %s", p.Name, i, protocol.Kind(e))
+			}
+			if msg := p.checkString(fmt.Sprintf("%s[%d]", p.Name, i), s); msg != "" {
+				return msg
+			}
+			if seen[s] {
+				return fmt.Sprintf("%s[%d] repeats %q; send each value once", p.Name, i, protocol.Clip(s))
+			}
+			seen[s] = true
+		}
+		return ""
+	default:
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Sprintf("%s must be a string, not %s", p.Name, protocol.Kind(v))
+		}
+		return p.checkString(p.Name, s)
+	}
+}
+
+func (p *Param) checkString(at, s string) string {
+	n := utf8.RuneCountInString(s)
+	if n < p.MinLength {
+		if n == 0 {
+			return fmt.Sprintf("%s is empty; %s", at, lower(p.Description))
+		}
+		return fmt.Sprintf("%s is %d characters; send at least %d", at, n, p.MinLength)
+	}
+	if p.MaxLength > 0 && n > p.MaxLength {
+		return fmt.Sprintf("%s is %d characters; shorten it to at most %d", at, n, p.MaxLength)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7F || (r >= 0x80 && r < 0xA0) {
+			if p.Multiline && (r == '\n' || r == '\t' || r == '\r') {
+				continue
+			}
+			if p.Multiline {
+				return fmt.Sprintf("%s contains a control character (U+%04X); remove it", at, r)
+			}
+			return fmt.Sprintf("%s must be a single line without control characters (found U+%04X)", at, r)
+		}
+	}
+	if len(p.Enum) > 0 && !slices.Contains(p.Enum, s) {
+		return fmt.Sprintf("%s %q is not one of %s", at, protocol.Clip(s), quoteList(p.Enum))
+	}
+	if p.Pattern != nil && !p.Pattern.MatchString(s) {
+		return fmt.Sprintf("%s %q is not %s", at, protocol.Clip(s), p.PatternHint)
+	}
+	return ""
+}
+
+// JSONSchema returns the JSON Schema of f's arguments, as AIVAX's
+// contentFormat expects it.
+func (f *Function) JSONSchema() map[string]any {
+	props := make(map[string]any, len(f.Params))
+	required := []string{}
+	for _, p := range f.Params {
+		props[p.Name] = p.jsonSchema()
+		if p.Required {
+			required = append(required, p.Name)
+		}
+	}
+	return map[string]any{
+		"type":                 "object",
+		"properties":           props,
+		"required":             required,
+		"additionalProperties": false,
+	}
+}
+
+func (p *Param) jsonSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	if p.MinLength > 0 {
+		str["minLength"] = p.MinLength
+	}
+	if p.MaxLength > 0 {
+		str["maxLength"] = p.MaxLength
+	}
+	if len(p.Enum) > 0 {
+		str["enum"] = p.Enum
+	}
+	if p.Pattern != nil {
+		str["pattern"] = p.Pattern.String()
+	}
+	if p.Kind == StringList {
+		s := map[string]any{"type": "array", "items": str, "uniqueItems": true, "description": p.Description}
+		if p.MaxItems > 0 {
+			s["maxItems"] = p.MaxItems
+		}
+		return s
+	}
+	str["description"] = p.Description
+	return str
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func lower(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}

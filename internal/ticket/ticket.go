@@ -1,0 +1,127 @@
+package ticket
+
+import (
+	"crypto/rand"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/schema"
+)
+
+// Function names.
+const (
+	CreateName = "create_ticket"
+	GetName    = "get_ticket"
+)
+
+// Priorities a ticket can have.
+var Priorities = []string{"low", "normal", "high", "urgent"}
+
+// DefaultPriority is used when create_ticket is called without one.
+const DefaultPriority = "normal"
+
+// Field limits, in Unicode characters.
+const (
+	MaxTitle       = 200
+	MaxDescription = 8000
+	MaxTags        = 10
+	MaxTag         = 32
+)
+
+var idPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// Create is the create_ticket function.
+var Create = &schema.Function{
+	Name:        CreateName,
+	Description: "Create a support ticket. Call it once per problem; if the call fails or times out, call it again with the same arguments and it will not create a duplicate.",
+	Mutating:    true,
+	Params: []schema.Param{
+		{Name: "title", Kind: schema.String, Required: true, MinLength: 1, MaxLength: MaxTitle,
+			Description: "A one-line summary of the problem (1 to 200 characters)."},
+		{Name: "description", Kind: schema.String, MaxLength: MaxDescription, Multiline: true,
+			Description: "Details: what happened, what was expected, steps to reproduce (up to 8000 characters)."},
+		{Name: "priority", Kind: schema.String, Enum: Priorities,
+			Description: "How urgent the problem is: low, normal (the default), high or urgent."},
+		{Name: "tags", Kind: schema.StringList, MaxItems: MaxTags, MinLength: 1, MaxLength: MaxTag,
+			Description: "Up to 10 distinct labels of 1 to 32 characters each."},
+	},
+}
+
+// Get is the get_ticket function.
+var Get = &schema.Function{
+	Name:        GetName,
+	Description: "Read a support ticket by its id, as returned by create_ticket.",
+	Params: []schema.Param{
+		{Name: "ticket_id", Kind: schema.String, Required: true, Pattern: idPattern,
+			PatternHint: "a ticket id such as 0f8e6c1a-3b2d-4c5e-9f70-1a2b3c4d5e6f",
+			Description: "The ticket_id returned by create_ticket."},
+	},
+}
+
+// Functions lists every function oncecall serves, in the order they are
+// listed to AIVAX.
+var Functions = []*schema.Function{Create, Get}
+
+// Ticket is a support ticket. It belongs to exactly one tenant.
+type Ticket struct {
+	ID          string
+	Tenant      string
+	UserID      string
+	Title       string
+	Description string
+	Priority    string
+	Tags        []string
+	CreatedAt   time.Time
+	// OperationKey is the idempotency key of the operation that created it.
+	OperationKey string
+	// RequestID is the application's operation id it was created under.
+	RequestID string
+}
+
+// FromArguments builds the ticket that validated create_ticket arguments
+// describe. Ids, owner and provenance are the caller's to fill in.
+func FromArguments(args map[string]any) Ticket {
+	t := Ticket{Priority: DefaultPriority}
+	t.Title, _ = args["title"].(string)
+	t.Description, _ = args["description"].(string)
+	if p, ok := args["priority"].(string); ok {
+		t.Priority = p
+	}
+	if tags, ok := args["tags"].([]any); ok {
+		for _, tag := range tags {
+			if s, ok := tag.(string); ok {
+				t.Tags = append(t.Tags, s)
+			}
+		}
+	}
+	return t
+}
+
+// View is what get_ticket discloses about a ticket.
+type View struct {
+	ID          string   `json:"ticket_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
+	Priority    string   `json:"priority"`
+	Tags        []string `json:"tags,omitempty"`
+	CreatedAt   string   `json:"created_at"`
+}
+
+// View returns the fields of t that its tenant may read.
+func (t *Ticket) View() View {
+	return View{ID: t.ID, Title: t.Title, Description: t.Description, Priority: t.Priority,
+		Tags: t.Tags, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
+}
+
+// NewID returns a random (version 4) UUID.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// ValidID reports whether s has the form NewID produces.
+func ValidID(s string) bool { return idPattern.MatchString(s) }
