@@ -1,0 +1,11 @@
+// Package idempotency derives operation keys and decides what a repeated
+// operation gets back.
+//
+// A key is the SHA-256 of the RFC 8785 canonical form of
+// [tenant, request_id, function, arguments]; under the "request" policy the
+// arguments are left out of the key and kept as a fingerprint beside it, so
+// that one request_id can create at most one ticket. The tenant always comes
+// from oncecall's own user record. Nothing here knows about storage: the
+// store claims a Record atomically with the effect, and Replay says what an
+// existing Record means for a caller.
+package idempotency

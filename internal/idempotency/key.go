@@ -1,0 +1,108 @@
+package idempotency
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/oncecall/oncecall/internal/canonjson"
+)
+
+// Policy says what makes two calls the same operation.
+type Policy string
+
+const (
+	// PolicyArguments (the default): tenant, request_id, function and the
+	// canonical arguments. Changed arguments are a new operation.
+	PolicyArguments Policy = "arguments"
+	// PolicyRequest: tenant, request_id and function. One operation per
+	// request_id; a repeat with other arguments is refused.
+	PolicyRequest Policy = "request"
+)
+
+// Policies maps function names to their policy; functions not listed use
+// PolicyArguments.
+type Policies map[string]Policy
+
+// For returns the policy of function fn.
+func (p Policies) For(fn string) Policy {
+	if pol, ok := p[fn]; ok {
+		return pol
+	}
+	return PolicyArguments
+}
+
+// ParsePolicies reads "fn=policy,fn=policy". Every function must be one of
+// known; an empty string means all defaults.
+func ParsePolicies(s string, known []string) (Policies, error) {
+	out := Policies{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		fn, pol, ok := strings.Cut(part, "=")
+		fn, pol = strings.TrimSpace(fn), strings.TrimSpace(pol)
+		if !ok || fn == "" {
+			return nil, fmt.Errorf("key policy %q: want function=policy", part)
+		}
+		if !contains(known, fn) {
+			sort.Strings(known)
+			return nil, fmt.Errorf("key policy %q: unknown function %q (known: %s)", part, fn, strings.Join(known, ", "))
+		}
+		switch Policy(pol) {
+		case PolicyArguments, PolicyRequest:
+			out[fn] = Policy(pol)
+		default:
+			return nil, fmt.Errorf("key policy %q: policy must be %q or %q", part, PolicyArguments, PolicyRequest)
+		}
+	}
+	return out, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, e := range xs {
+		if e == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Key identifies one operation.
+type Key struct {
+	// ID is the hex SHA-256 that names the operation in the store.
+	ID string
+	// Fingerprint is the hex SHA-256 of the canonical arguments.
+	Fingerprint string
+	// Arguments is the canonical form of the arguments.
+	Arguments []byte
+}
+
+// Derive computes the key of an operation. args must be a value Parse
+// produced; the error is only for values canonjson cannot encode.
+func Derive(pol Policy, tenant, requestID, function string, args map[string]any) (Key, error) {
+	canon, err := canonjson.Marshal(args)
+	if err != nil {
+		return Key{}, err
+	}
+	fp := sha256.Sum256(canon)
+	// The tuple is encoded as a canonical JSON array, which is unambiguous:
+	// no choice of fields can make two different tuples encode alike.
+	tuple := make([]byte, 0, 64+len(tenant)+len(requestID)+len(function)+len(canon))
+	tuple = append(tuple, '[')
+	tuple = canonjson.AppendString(tuple, tenant)
+	tuple = append(tuple, ',')
+	tuple = canonjson.AppendString(tuple, requestID)
+	tuple = append(tuple, ',')
+	tuple = canonjson.AppendString(tuple, function)
+	if pol != PolicyRequest {
+		tuple = append(tuple, ',')
+		tuple = append(tuple, canon...)
+	}
+	tuple = append(tuple, ']')
+	id := sha256.Sum256(tuple)
+	return Key{ID: hex.EncodeToString(id[:]), Fingerprint: hex.EncodeToString(fp[:]), Arguments: canon}, nil
+}

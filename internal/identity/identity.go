@@ -1,0 +1,131 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// User is one of oncecall's user records.
+type User struct {
+	// ExternalID is the id AIVAX sends as context.externalUserId.
+	ExternalID string
+	// Tenant is the tenant the user belongs to. Idempotency keys and ticket
+	// visibility are scoped to it.
+	Tenant string
+	// Name is a display name.
+	Name string
+	// Active is false for a disabled user, who may call nothing.
+	Active bool
+	// Functions lists the functions the user may call.
+	Functions []string
+}
+
+// Allows reports whether u is active and may call function fn.
+func (u *User) Allows(fn string) bool {
+	return u.Active && slices.Contains(u.Functions, fn)
+}
+
+// Errors of user resolution.
+var (
+	// ErrUnknown is returned by a Source and by Directory.Lookup when no
+	// record has the id.
+	ErrUnknown = errors.New("identity: unknown user")
+	// ErrRevoked is returned by a store when the user check inside a
+	// transaction failed: the user was disabled, moved to another tenant or
+	// lost the function since the record was cached.
+	ErrRevoked = errors.New("identity: user no longer authorized")
+)
+
+// Source loads user records. The dynamo package implements it.
+type Source interface {
+	// LoadUser returns the record for externalID, or ErrUnknown.
+	LoadUser(ctx context.Context, externalID string) (User, error)
+}
+
+// MaxCached bounds the number of records a Directory keeps.
+const MaxCached = 10_000
+
+// Directory looks users up through a Source and caches what it finds for TTL.
+// A zero TTL disables caching. It is safe for concurrent use.
+type Directory struct {
+	src Source
+	ttl time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]entry
+}
+
+type entry struct {
+	user    User
+	expires time.Time
+}
+
+// NewDirectory returns a Directory over src. now may be nil (time.Now).
+func NewDirectory(src Source, ttl time.Duration, now func() time.Time) *Directory {
+	if now == nil {
+		now = time.Now
+	}
+	return &Directory{src: src, ttl: ttl, now: now, entries: map[string]entry{}}
+}
+
+// Lookup returns the record for externalID from the cache or the Source.
+// Unknown users are not cached.
+func (d *Directory) Lookup(ctx context.Context, externalID string) (User, error) {
+	now := d.now()
+	if d.ttl > 0 {
+		d.mu.Lock()
+		e, ok := d.entries[externalID]
+		d.mu.Unlock()
+		if ok && now.Before(e.expires) {
+			return e.user, nil
+		}
+	}
+	u, err := d.src.LoadUser(ctx, externalID)
+	if err != nil {
+		return User{}, err
+	}
+	d.Remember(u)
+	return u, nil
+}
+
+// Remember caches u, for example after a store read returned a fresh record.
+func (d *Directory) Remember(u User) {
+	if d.ttl <= 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.entries[u.ExternalID]; !ok && len(d.entries) >= MaxCached {
+		now := d.now()
+		for k, e := range d.entries {
+			if !now.Before(e.expires) {
+				delete(d.entries, k)
+			}
+		}
+		for k := range d.entries {
+			if len(d.entries) < MaxCached {
+				break
+			}
+			delete(d.entries, k)
+		}
+	}
+	d.entries[u.ExternalID] = entry{user: u, expires: d.now().Add(d.ttl)}
+}
+
+// Forget drops externalID from the cache, so the next Lookup reloads it.
+func (d *Directory) Forget(externalID string) {
+	d.mu.Lock()
+	delete(d.entries, externalID)
+	d.mu.Unlock()
+}
+
+// Len reports how many records are cached.
+func (d *Directory) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.entries)
+}
