@@ -1,0 +1,85 @@
+package dynamo
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Connection limits of the HTTP client oncecall gives the SDK.
+const (
+	// DialTimeout bounds connecting to the store.
+	DialTimeout = 2 * time.Second
+	// MaxIdleConns keeps warm connections for concurrent calls.
+	MaxIdleConns = 64
+)
+
+// HTTPClient returns the HTTP client for the DynamoDB SDK: bounded dials and
+// enough idle connections that concurrent calls reuse them.
+func HTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          MaxIdleConns,
+		MaxIdleConnsPerHost:   MaxIdleConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   DialTimeout,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}}
+}
+
+// Options configures the SDK client for a Store: the SDK's own retries are
+// off, because the Store spends its own, named, budget (MaxAttempts), and an
+// endpoint, when not empty, replaces AWS's.
+func Options(endpoint string) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.RetryMaxAttempts = 1
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	}
+}
+
+// LocalConfig is an aws.Config for a DynamoDB-compatible server that ignores
+// credentials, such as the embedded one.
+func LocalConfig(region string) aws.Config {
+	if region == "" {
+		region = "us-east-1"
+	}
+	return aws.Config{
+		Region:      region,
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		HTTPClient:  HTTPClient(),
+	}
+}
+
+// Counter counts the HTTP requests a client sends, retries included.
+type Counter struct{ n atomic.Int64 }
+
+// Load returns the count.
+func (c *Counter) Load() int64 { return c.n.Load() }
+
+// Reset sets the count to zero.
+func (c *Counter) Reset() { c.n.Store(0) }
+
+// Count returns a client option that adds one to c for every request the
+// client sends over the wire.
+func (c *Counter) Count() func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("oncecallCountRequests",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					c.n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	}
+}

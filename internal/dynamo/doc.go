@@ -1,0 +1,17 @@
+// Package dynamo stores oncecall's users, operations and tickets in one
+// DynamoDB table.
+//
+// Every item has a single string partition key, pk, prefixed by its kind:
+//
+//	user#<externalUserId>   a user record (tenant, active, granted functions)
+//	op#<operation key>      a claimed operation (state, result, fingerprint, expires_at)
+//	ticket#<ticket id>      a ticket (no expiry)
+//
+// Create claims an operation and writes its ticket in one TransactWriteItems:
+// a ConditionCheck that the user is still active, in the same tenant and
+// granted the function; a Put of the operation that succeeds only if the key
+// is absent or expired; and a Put of the ticket. All three commit or none
+// does. The operation's expires_at is the table's TTL attribute and the
+// deduplication window; an expired operation the TTL sweeper has not deleted
+// yet is overwritten, so the window is exact.
+package dynamo

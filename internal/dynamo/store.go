@@ -1,0 +1,376 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// API is the part of the DynamoDB client the Store uses. *dynamodb.Client
+// implements it.
+type API interface {
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	TransactGetItems(context.Context, *dynamodb.TransactGetItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Retry budget for store calls that fail for contention or throttling.
+const (
+	// MaxAttempts is how many times one store call is tried in all.
+	MaxAttempts = 3
+	// BaseBackoff is the upper bound of the first randomized wait; each
+	// later wait doubles it.
+	BaseBackoff = 25 * time.Millisecond
+)
+
+// Store is the DynamoDB-backed store. It is safe for concurrent use.
+type Store struct {
+	api   API
+	table string
+	// Now is the clock used for expiry; tests replace it.
+	Now func() time.Time
+	// Sleep waits between attempts; tests replace it.
+	Sleep func(context.Context, time.Duration) error
+}
+
+// New returns a Store on table.
+func New(api API, table string) *Store {
+	return &Store{api: api, table: table, Now: time.Now, Sleep: sleep}
+}
+
+// Table returns the table name.
+func (s *Store) Table() string { return s.table }
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Create claims operation rec and writes ticket t in one transaction, after
+// checking that rec.UserID is still active, in rec.Tenant and granted
+// rec.Function. It returns (nil, nil) when both were written; the live
+// record that already holds the key when the claim failed; and otherwise
+// identity.ErrRevoked, idempotency.ErrBusy or another error, in which case
+// nothing was written.
+func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error) {
+	now := s.Now()
+	in := &dynamodb.TransactWriteItemsInput{
+		// The ticket id is unique per invocation, so a retry of this very
+		// request after a lost response is answered from DynamoDB's own
+		// 10-minute token window instead of being run again.
+		ClientRequestToken: aws.String(t.ID),
+		TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: &types.ConditionCheck{
+				TableName:           &s.table,
+				Key:                 userKey(rec.UserID),
+				ConditionExpression: aws.String("#active = :true AND #tenant = :tenant AND contains(#functions, :function)"),
+				ExpressionAttributeNames: map[string]string{
+					"#active": attrActive, "#tenant": attrTenant, "#functions": attrFunctions,
+				},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":true": &types.AttributeValueMemberBOOL{Value: true}, ":tenant": strAV(rec.Tenant), ":function": strAV(rec.Function),
+				},
+			}},
+			{Put: &types.Put{
+				TableName:                           &s.table,
+				Item:                                operationItem(rec),
+				ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #expires < :now"),
+				ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey, "#expires": TTLAttribute},
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numAV(now.Unix())},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName:                &s.table,
+				Item:                     ticketItem(t),
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+			}},
+		},
+	}
+	for attempt := 1; ; attempt++ {
+		_, err := s.api.TransactWriteItems(ctx, in)
+		if err == nil {
+			return nil, nil
+		}
+		var tce *types.TransactionCanceledException
+		if errors.As(err, &tce) {
+			reasons := tce.CancellationReasons
+			switch {
+			case failed(reasons, 0):
+				return nil, identity.ErrRevoked
+			case failed(reasons, 1):
+				existing, err := s.claimed(ctx, reasons[1].Item, rec.Key, now)
+				if err == nil && existing != nil && existing.TicketID == t.ID {
+					// An earlier attempt of this very call committed and its
+					// answer was lost: the claim is ours.
+					return nil, nil
+				}
+				if err != nil || existing != nil {
+					return existing, err
+				}
+				// The claim vanished (expired or deleted) between the
+				// transaction and the read: try the claim again.
+			case failed(reasons, 2):
+				return nil, fmt.Errorf("dynamo: ticket id %s already exists", t.ID)
+			case !retryableReasons(reasons):
+				return nil, fmt.Errorf("dynamo: transaction cancelled: %w", err)
+			}
+		} else if !retryable(err) {
+			return nil, classify(err)
+		}
+		if err := s.backoff(ctx, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// claimed returns the live record holding key: the one DynamoDB returned with
+// the cancellation, or, for stores that omit it, a strongly consistent read.
+// It returns (nil, nil) when no live record holds the key any more.
+func (s *Store) claimed(ctx context.Context, item map[string]types.AttributeValue, key string, now time.Time) (*idempotency.Record, error) {
+	if len(item) == 0 {
+		out, err := s.get(ctx, opKey(key))
+		if err != nil {
+			return nil, err
+		}
+		item = out
+	}
+	if len(item) == 0 {
+		return nil, nil
+	}
+	r, err := decodeOperation(item)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Live(now) {
+		return nil, nil
+	}
+	return &r, nil
+}
+
+// Operation reads the record for key, live or not; (nil, nil) if absent.
+func (s *Store) Operation(ctx context.Context, key string) (*idempotency.Record, error) {
+	item, err := s.get(ctx, opKey(key))
+	if err != nil || item == nil {
+		return nil, err
+	}
+	r, err := decodeOperation(item)
+	return &r, err
+}
+
+// LoadUser reads a user record. It implements identity.Source.
+func (s *Store) LoadUser(ctx context.Context, externalID string) (identity.User, error) {
+	item, err := s.get(ctx, userKey(externalID))
+	if err != nil {
+		return identity.User{}, err
+	}
+	if item == nil {
+		return identity.User{}, identity.ErrUnknown
+	}
+	return decodeUser(item, externalID)
+}
+
+// ReadTicket reads the user record of externalID and ticket id together, in
+// one TransactGetItems, so that the caller's authority and the ticket are
+// seen at the same instant. The ticket is nil when absent.
+func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity.User, *ticket.Ticket, error) {
+	in := &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+		{Get: &types.Get{TableName: &s.table, Key: userKey(externalID)}},
+		{Get: &types.Get{TableName: &s.table, Key: ticketKey(id)}},
+	}}
+	var out *dynamodb.TransactGetItemsOutput
+	err := s.retry(ctx, func() (err error) {
+		out, err = s.api.TransactGetItems(ctx, in)
+		return err
+	})
+	if err != nil {
+		return identity.User{}, nil, err
+	}
+	if len(out.Responses) != 2 {
+		return identity.User{}, nil, fmt.Errorf("dynamo: TransactGetItems returned %d responses, want 2", len(out.Responses))
+	}
+	if len(out.Responses[0].Item) == 0 {
+		return identity.User{}, nil, identity.ErrUnknown
+	}
+	u, err := decodeUser(out.Responses[0].Item, externalID)
+	if err != nil {
+		return identity.User{}, nil, err
+	}
+	if len(out.Responses[1].Item) == 0 {
+		return u, nil, nil
+	}
+	t, err := decodeTicket(out.Responses[1].Item)
+	if err != nil {
+		return u, nil, err
+	}
+	return u, &t, nil
+}
+
+// Ticket reads one ticket by id, for administration; nil when absent.
+func (s *Store) Ticket(ctx context.Context, id string) (*ticket.Ticket, error) {
+	item, err := s.get(ctx, ticketKey(id))
+	if err != nil || item == nil {
+		return nil, err
+	}
+	t, err := decodeTicket(item)
+	return &t, err
+}
+
+// ErrNoFunctions is returned by PutUser and AddUser for a user granted no
+// function: disable the user instead. (A DynamoDB string set cannot be empty.)
+var ErrNoFunctions = errors.New("dynamo: a user must be granted at least one function; disable the user instead")
+
+// PutUser creates or replaces a user record.
+func (s *Store) PutUser(ctx context.Context, u identity.User) error {
+	if len(u.Functions) == 0 {
+		return ErrNoFunctions
+	}
+	return s.retry(ctx, func() error {
+		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: userItem(u)})
+		return err
+	})
+}
+
+// PutOperation writes a record as is, for reconciliation tools and tests
+// (for example a pending operation left by an external effect).
+func (s *Store) PutOperation(ctx context.Context, r idempotency.Record) error {
+	return s.retry(ctx, func() error {
+		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: operationItem(r)})
+		return err
+	})
+}
+
+func (s *Store) get(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	var out *dynamodb.GetItemOutput
+	err := s.retry(ctx, func() (err error) {
+		out, err = s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: key, ConsistentRead: aws.Bool(true)})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
+}
+
+// retry runs call until it succeeds, fails for good, or the budget is spent.
+func (s *Store) retry(ctx context.Context, call func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) {
+			return classify(err)
+		}
+		if err := s.backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// backoff waits before attempt+1, or returns ErrBusy when the budget or the
+// context's time is spent.
+func (s *Store) backoff(ctx context.Context, attempt int) error {
+	if attempt >= MaxAttempts || ctx.Err() != nil {
+		return idempotency.ErrBusy
+	}
+	wait := time.Duration(rand.Int64N(int64(BaseBackoff) << (attempt - 1)))
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		return idempotency.ErrBusy
+	}
+	if err := s.Sleep(ctx, wait); err != nil {
+		return idempotency.ErrBusy
+	}
+	return nil
+}
+
+func failed(reasons []types.CancellationReason, i int) bool {
+	return i < len(reasons) && aws.ToString(reasons[i].Code) == "ConditionalCheckFailed"
+}
+
+// retryableReasons reports whether a cancellation was caused by contention
+// or throttling rather than by a condition or a validation error.
+func retryableReasons(reasons []types.CancellationReason) bool {
+	found := false
+	for _, r := range reasons {
+		switch aws.ToString(r.Code) {
+		case "", "None":
+		case "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+			found = true
+		default:
+			return false
+		}
+	}
+	return found
+}
+
+// retryable reports whether err is worth another attempt: throttling,
+// contention, a server-side fault, or a connection that failed. Repeating a
+// transaction is safe: it carries a ClientRequestToken and its conditions.
+func retryable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+			"TransactionConflictException", "TransactionInProgressException",
+			"InternalServerError", "ServiceUnavailable", "InternalFailure":
+			return true
+		}
+		return false
+	}
+	// No API error: the request did not get a DynamoDB answer (connection
+	// refused or reset).
+	return true
+}
+
+// classify maps a final error: a spent deadline is ErrBusy, others pass.
+func classify(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %v", idempotency.ErrBusy, err)
+	}
+	return err
+}
+
+// AddUser creates a user record unless one exists; it reports whether it did.
+func (s *Store) AddUser(ctx context.Context, u identity.User) (bool, error) {
+	if len(u.Functions) == 0 {
+		return false, ErrNoFunctions
+	}
+	err := s.retry(ctx, func() error {
+		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &s.table, Item: userItem(u),
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,387 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/dynamotest"
+	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+var alice = identity.User{ExternalID: "user-a", Tenant: "tenant-a", Name: "alice", Active: true, Functions: []string{ticket.CreateName, ticket.GetName}}
+
+type fixture struct {
+	env   *dynamotest.Env
+	store *dynamo.Store
+	now   time.Time
+}
+
+func newFixture(t *testing.T, api func(*dynamotest.Env) dynamo.API) *fixture {
+	t.Helper()
+	env := dynamotest.New(t)
+	f := &fixture{env: env, now: t0}
+	var a dynamo.API = env.Client
+	if api != nil {
+		a = api(env)
+	}
+	f.store = dynamo.New(a, env.Table)
+	f.store.Now = func() time.Time { return f.now }
+	f.store.Sleep = func(context.Context, time.Duration) error { return nil }
+	if err := f.store.PutUser(context.Background(), alice); err != nil {
+		t.Fatal(err)
+	}
+	env.Requests.Reset()
+	return f
+}
+
+// claim builds the record and ticket of one create_ticket call.
+func (f *fixture) claim(key string) (idempotency.Record, ticket.Ticket) {
+	id := ticket.NewID()
+	rec := idempotency.Record{
+		Key: key, UserID: alice.ExternalID, Tenant: alice.Tenant, Function: ticket.CreateName,
+		State: idempotency.Completed, Fingerprint: "fp-" + key, TicketID: id,
+		Result:    []byte(`{"status":"created","ticket_id":"` + id + `"}`),
+		CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour),
+	}
+	tk := ticket.Ticket{ID: id, Tenant: alice.Tenant, UserID: alice.ExternalID, Title: "t", Priority: "normal",
+		CreatedAt: f.now, OperationKey: key, RequestID: "r-1"}
+	return rec, tk
+}
+
+func TestCreateWritesOperationAndTicketInOneRequest(t *testing.T) {
+	f := newFixture(t, nil)
+	rec, tk := f.claim("k1")
+	existing, err := f.store.Create(context.Background(), rec, tk)
+	if err != nil || existing != nil {
+		t.Fatalf("Create = %v, %v", existing, err)
+	}
+	if n := f.env.Requests.Load(); n != 1 {
+		t.Errorf("a new claim took %d store requests, want 1", n)
+	}
+	got, err := f.store.Operation(context.Background(), "k1")
+	if err != nil || got == nil {
+		t.Fatalf("Operation = %v, %v", got, err)
+	}
+	if got.TicketID != tk.ID || got.State != idempotency.Completed || string(got.Result) != string(rec.Result) || got.Fingerprint != rec.Fingerprint {
+		t.Errorf("stored record %+v", got)
+	}
+	if !got.ExpiresAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("expires_at = %v, want %v", got.ExpiresAt, t0.Add(time.Hour))
+	}
+	// The TTL attribute is a number of epoch seconds, as DynamoDB's TTL requires.
+	out, err := f.env.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &f.env.Table,
+		Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: "op#k1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl, ok := out.Item[dynamo.TTLAttribute].(*types.AttributeValueMemberN)
+	if !ok || ttl.Value != strconv.FormatInt(t0.Add(time.Hour).Unix(), 10) {
+		t.Errorf("TTL attribute = %#v", out.Item[dynamo.TTLAttribute])
+	}
+	saved, err := f.store.Ticket(context.Background(), tk.ID)
+	if err != nil || saved == nil || saved.Title != "t" || saved.Tenant != "tenant-a" || saved.OperationKey != "k1" {
+		t.Fatalf("ticket = %+v, %v", saved, err)
+	}
+	if n := f.env.Count(t, "ticket"); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
+func TestSecondClaimReturnsTheFirst(t *testing.T) {
+	f := newFixture(t, nil)
+	rec, tk := f.claim("k1")
+	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+		t.Fatal(err)
+	}
+	rec2, tk2 := f.claim("k1")
+	existing, err := f.store.Create(context.Background(), rec2, tk2)
+	if err != nil || existing == nil {
+		t.Fatalf("Create = %v, %v", existing, err)
+	}
+	if existing.TicketID != tk.ID {
+		t.Errorf("existing names ticket %s, want %s", existing.TicketID, tk.ID)
+	}
+	if n := f.env.Count(t, "ticket"); n != 1 {
+		t.Errorf("%d tickets after a repeat, want 1", n)
+	}
+}
+
+// TestReplayRoundTrips counts store requests for a repeated claim: one where
+// the store returns the old item with the cancellation (as DynamoDB does),
+// two (the consistent read fallback) where it does not (minidyn).
+func TestReplayRoundTrips(t *testing.T) {
+	for _, parity := range []bool{true, false} {
+		t.Run("returnsOldItem="+strconv.FormatBool(parity), func(t *testing.T) {
+			var proxy *dynamotest.Proxy
+			f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+				proxy = dynamotest.NewProxy(t, env.Endpoint)
+				proxy.ReturnOldItems = parity
+				return dynamotest.NewClient(t, proxy.URL, env.Requests)
+			})
+			rec, tk := f.claim("k1")
+			if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+				t.Fatal(err)
+			}
+			f.env.Requests.Reset()
+			rec2, tk2 := f.claim("k1")
+			existing, err := f.store.Create(context.Background(), rec2, tk2)
+			if err != nil || existing == nil || existing.TicketID != tk.ID {
+				t.Fatalf("Create = %+v, %v", existing, err)
+			}
+			// Without the old item in the cancellation, minidyn needs the
+			// consistent-read fallback; DynamoDB itself never does.
+			want := int64(1)
+			if !parity && !dynamotest.External() {
+				want = 2
+			}
+			if got := f.env.Requests.Load(); got != want && !(dynamotest.External() && !parity && got <= 2) {
+				t.Errorf("replay took %d requests, want %d", got, want)
+			}
+		})
+	}
+}
+
+func TestExpiredClaimIsReclaimedAtTheExactBoundary(t *testing.T) {
+	f := newFixture(t, nil)
+	rec, tk := f.claim("k1")
+	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+		t.Fatal(err)
+	}
+	// At the expiry second the claim still holds.
+	f.now = rec.ExpiresAt
+	rec2, tk2 := f.claim("k1")
+	existing, err := f.store.Create(context.Background(), rec2, tk2)
+	if err != nil || existing == nil || existing.TicketID != tk.ID {
+		t.Fatalf("at expiry: Create = %+v, %v; want the first claim", existing, err)
+	}
+	// One second later it is gone although the item is still present.
+	f.now = rec.ExpiresAt.Add(time.Second)
+	rec3, tk3 := f.claim("k1")
+	existing, err = f.store.Create(context.Background(), rec3, tk3)
+	if err != nil || existing != nil {
+		t.Fatalf("after expiry: Create = %+v, %v; want a new claim", existing, err)
+	}
+	got, _ := f.store.Operation(context.Background(), "k1")
+	if got.TicketID != tk3.ID {
+		t.Errorf("operation names %s, want the new ticket %s", got.TicketID, tk3.ID)
+	}
+	if n := f.env.Count(t, "ticket"); n != 2 {
+		t.Errorf("%d tickets, want 2 (one per window)", n)
+	}
+}
+
+func TestRevokedUserWritesNothing(t *testing.T) {
+	for name, change := range map[string]func(*identity.User){
+		"disabled":       func(u *identity.User) { u.Active = false },
+		"moved tenant":   func(u *identity.User) { u.Tenant = "tenant-b" },
+		"function taken": func(u *identity.User) { u.Functions = []string{ticket.GetName} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			u := alice
+			change(&u)
+			if err := f.store.PutUser(context.Background(), u); err != nil {
+				t.Fatal(err)
+			}
+			rec, tk := f.claim("k1")
+			if _, err := f.store.Create(context.Background(), rec, tk); !errors.Is(err, identity.ErrRevoked) {
+				t.Fatalf("Create = %v, want ErrRevoked", err)
+			}
+			if f.env.Count(t, "ticket") != 0 || f.env.Count(t, "operation") != 0 {
+				t.Error("a refused claim wrote something")
+			}
+		})
+	}
+}
+
+// TestFailureInsideTransactionWritesNothing makes the last action of the
+// transaction fail (its ticket id is taken) after the operation Put has been
+// applied, and checks that the operation was rolled back with it.
+func TestFailureInsideTransactionWritesNothing(t *testing.T) {
+	f := newFixture(t, nil)
+	rec, tk := f.claim("k-other")
+	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+		t.Fatal(err)
+	}
+	rec2, tk2 := f.claim("k2")
+	tk2.ID, rec2.TicketID = tk.ID, tk.ID // collide with the existing ticket
+	if _, err := f.store.Create(context.Background(), rec2, tk2); err == nil {
+		t.Fatal("Create succeeded over an existing ticket")
+	}
+	if got, _ := f.store.Operation(context.Background(), "k2"); got != nil {
+		t.Fatalf("operation k2 exists after a cancelled transaction: %+v", got)
+	}
+	saved, _ := f.store.Ticket(context.Background(), tk.ID)
+	if saved.OperationKey != "k-other" {
+		t.Errorf("the first ticket was overwritten: %+v", saved)
+	}
+	// The next identical call creates exactly one.
+	rec3, tk3 := f.claim("k2")
+	if existing, err := f.store.Create(context.Background(), rec3, tk3); err != nil || existing != nil {
+		t.Fatalf("retry: %v %v", existing, err)
+	}
+	if n := f.env.Count(t, "ticket"); n != 2 {
+		t.Errorf("%d tickets, want 2", n)
+	}
+}
+
+func TestPendingIsNeverTakenOver(t *testing.T) {
+	f := newFixture(t, nil)
+	pending := idempotency.Record{Key: "k1", UserID: alice.ExternalID, Tenant: alice.Tenant, Function: ticket.CreateName,
+		State: idempotency.Pending, Fingerprint: "fp-k1", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	if err := f.store.PutOperation(context.Background(), pending); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		rec, tk := f.claim("k1")
+		existing, err := f.store.Create(context.Background(), rec, tk)
+		if err != nil || existing == nil || existing.State != idempotency.Pending {
+			t.Fatalf("attempt %d: Create = %+v, %v", i, existing, err)
+		}
+	}
+	if n := f.env.Count(t, "ticket"); n != 0 {
+		t.Errorf("%d tickets written over a pending operation", n)
+	}
+	// A pending record without expiry is held for good.
+	pending.Key, pending.ExpiresAt = "k2", time.Time{}
+	if err := f.store.PutOperation(context.Background(), pending); err != nil {
+		t.Fatal(err)
+	}
+	f.now = t0.Add(10 * 365 * 24 * time.Hour)
+	rec, tk := f.claim("k2")
+	if existing, err := f.store.Create(context.Background(), rec, tk); err != nil || existing == nil || existing.State != idempotency.Pending {
+		t.Fatalf("pending without expiry: Create = %+v, %v", existing, err)
+	}
+}
+
+func TestBusyAfterBoundedRetries(t *testing.T) {
+	conflict := dynamotest.Fault{Error: "TransactionCanceledException", Reasons: []string{"None", "TransactionConflict", "None"}}
+	throttle := dynamotest.Fault{Error: "ThrottlingException"}
+	for name, fault := range map[string]dynamotest.Fault{"conflict": conflict, "throttling": throttle,
+		"capacity": {Error: "ProvisionedThroughputExceededException"}} {
+		t.Run(name, func(t *testing.T) {
+			var proxy *dynamotest.Proxy
+			f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+				proxy = dynamotest.NewProxy(t, env.Endpoint)
+				return dynamotest.NewClient(t, proxy.URL, env.Requests)
+			})
+			faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
+			for i := range faults {
+				faults[i] = fault
+			}
+			proxy.Inject("TransactWriteItems", faults...)
+			rec, tk := f.claim("k1")
+			if _, err := f.store.Create(context.Background(), rec, tk); !errors.Is(err, idempotency.ErrBusy) {
+				t.Fatalf("Create = %v, want ErrBusy", err)
+			}
+			if got := proxy.Seen("TransactWriteItems"); got != dynamo.MaxAttempts {
+				t.Errorf("%d attempts, want %d", got, dynamo.MaxAttempts)
+			}
+			if f.env.Count(t, "ticket") != 0 {
+				t.Error("a busy claim wrote a ticket")
+			}
+			// One fault fewer than the budget: the last attempt goes through.
+			proxy.Inject("TransactWriteItems", faults[:dynamo.MaxAttempts-1]...)
+			rec, tk = f.claim("k1")
+			if existing, err := f.store.Create(context.Background(), rec, tk); err != nil || existing != nil {
+				t.Fatalf("Create after transient faults = %v, %v", existing, err)
+			}
+			if n := f.env.Count(t, "ticket"); n != 1 {
+				t.Errorf("%d tickets, want 1", n)
+			}
+		})
+	}
+}
+
+func TestStoreHangEndsAtTheDeadline(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+		proxy = dynamotest.NewProxy(t, env.Endpoint)
+		return dynamotest.NewClient(t, proxy.URL, env.Requests)
+	})
+	proxy.Inject("TransactWriteItems", dynamotest.Fault{Hang: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rec, tk := f.claim("k1")
+	_, err := f.store.Create(ctx, rec, tk)
+	if !errors.Is(err, idempotency.ErrBusy) {
+		t.Fatalf("Create = %v, want ErrBusy", err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("returned after %v, long past the deadline", waited)
+	}
+}
+
+func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+		proxy = dynamotest.NewProxy(t, env.Endpoint)
+		return dynamotest.NewClient(t, proxy.URL, env.Requests)
+	})
+	// The first attempt commits but its answer is lost; the store's own
+	// retry then finds the claim it made.
+	proxy.Inject("TransactWriteItems", dynamotest.Fault{AfterCommit: true})
+	rec, tk := f.claim("k1")
+	existing, err := f.store.Create(context.Background(), rec, tk)
+	if err != nil || existing != nil {
+		t.Fatalf("Create = %+v, %v; want the call's own claim reported as created", existing, err)
+	}
+	if n := f.env.Count(t, "ticket"); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
+func TestReadTicketReadsUserAndTicketTogether(t *testing.T) {
+	f := newFixture(t, nil)
+	rec, tk := f.claim("k1")
+	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Requests.Reset()
+	u, got, err := f.store.ReadTicket(context.Background(), alice.ExternalID, tk.ID)
+	if err != nil || got == nil || got.ID != tk.ID || u.Tenant != alice.Tenant {
+		t.Fatalf("ReadTicket = %+v %+v %v", u, got, err)
+	}
+	if n := f.env.Requests.Load(); n != 1 {
+		t.Errorf("ReadTicket took %d requests, want 1", n)
+	}
+	if _, got, err := f.store.ReadTicket(context.Background(), alice.ExternalID, ticket.NewID()); err != nil || got != nil {
+		t.Errorf("missing ticket: %+v %v", got, err)
+	}
+	if _, _, err := f.store.ReadTicket(context.Background(), "nobody", tk.ID); !errors.Is(err, identity.ErrUnknown) {
+		t.Errorf("unknown user: %v", err)
+	}
+}
+
+func TestUsers(t *testing.T) {
+	f := newFixture(t, nil)
+	if err := f.store.PutUser(context.Background(), identity.User{ExternalID: "x", Tenant: "t", Active: true}); !errors.Is(err, dynamo.ErrNoFunctions) {
+		t.Fatalf("PutUser without functions = %v", err)
+	}
+	if _, err := f.store.LoadUser(context.Background(), "nobody"); !errors.Is(err, identity.ErrUnknown) {
+		t.Fatalf("LoadUser(nobody) = %v", err)
+	}
+	u, err := f.store.LoadUser(context.Background(), "user-a")
+	if err != nil || u.Tenant != "tenant-a" || !u.Active || !u.Allows(ticket.CreateName) {
+		t.Fatalf("LoadUser = %+v, %v", u, err)
+	}
+	added, err := f.store.AddUser(context.Background(), identity.User{ExternalID: "user-a", Tenant: "other", Functions: []string{ticket.GetName}})
+	if err != nil || added {
+		t.Fatalf("AddUser over an existing user = %v, %v", added, err)
+	}
+	if u, _ := f.store.LoadUser(context.Background(), "user-a"); u.Tenant != "tenant-a" {
+		t.Fatal("AddUser replaced an existing user")
+	}
+}

@@ -1,0 +1,218 @@
+package dynamotest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Fault is what the Proxy does to one request instead of, or besides,
+// forwarding it.
+type Fault struct {
+	// Error, when set, answers with this DynamoDB error type (for example
+	// "ThrottlingException") without forwarding.
+	Error string
+	// Status is the HTTP status of Error (default 400).
+	Status int
+	// Reasons, with Error "TransactionCanceledException", are the
+	// cancellation reason codes, in request order.
+	Reasons []string
+	// Delay waits before doing anything else; with nothing else set the
+	// request is then forwarded.
+	Delay time.Duration
+	// Hang blocks until the client gives up (its context ends).
+	Hang bool
+	// AfterCommit forwards the request and then, whatever the store
+	// answered, replies 500 as if the process died after the commit.
+	AfterCommit bool
+}
+
+// Proxy sits between the SDK and a store and injects faults per operation
+// (the X-Amz-Target suffix, such as "TransactWriteItems"). With
+// ReturnOldItems it also makes a store that omits the old item from a
+// cancelled Put with ReturnValuesOnConditionCheckFailure=ALL_OLD (minidyn)
+// answer as DynamoDB does, so the one-round-trip replay path is exercised.
+type Proxy struct {
+	URL string
+
+	target string
+	client *http.Client
+
+	mu     sync.Mutex
+	faults map[string][]Fault
+	seen   map[string]int
+	// ReturnOldItems fills in ALL_OLD items on cancellations.
+	ReturnOldItems bool
+}
+
+// NewProxy starts a proxy to target for the duration of the test.
+func NewProxy(t testing.TB, target string) *Proxy {
+	p := &Proxy{target: strings.TrimRight(target, "/"), client: &http.Client{}, faults: map[string][]Fault{}, seen: map[string]int{}}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// Inject queues faults for the next requests of operation op, one per
+// request, in order.
+func (p *Proxy) Inject(op string, faults ...Fault) {
+	p.mu.Lock()
+	p.faults[op] = append(p.faults[op], faults...)
+	p.mu.Unlock()
+}
+
+// Seen reports how many requests of op reached the proxy.
+func (p *Proxy) Seen(op string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[op]
+}
+
+func (p *Proxy) next(op string) (Fault, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[op]++
+	q := p.faults[op]
+	if len(q) == 0 {
+		return Fault{}, false
+	}
+	p.faults[op] = q[1:]
+	return q[0], true
+}
+
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	target := r.Header.Get("X-Amz-Target")
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	body, _ := io.ReadAll(r.Body)
+	f, ok := p.next(op)
+	if ok {
+		if f.Delay > 0 {
+			select {
+			case <-time.After(f.Delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if f.Hang {
+			<-r.Context().Done()
+			return
+		}
+		if f.Error != "" {
+			writeError(w, f)
+			return
+		}
+	}
+	status, header, out := p.forward(r, target, body)
+	if ok && f.AfterCommit {
+		writeError(w, Fault{Error: "InternalServerError", Status: http.StatusInternalServerError})
+		return
+	}
+	if p.ReturnOldItems && op == "TransactWriteItems" && status == http.StatusBadRequest {
+		out = p.fillOldItems(r, body, out)
+	}
+	for k, vs := range header {
+		if strings.EqualFold(k, "Content-Length") {
+			continue
+		}
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}
+
+func (p *Proxy) forward(r *http.Request, target string, body []byte) (int, http.Header, []byte) {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.target+r.URL.Path, bytes.NewReader(body))
+	if err != nil {
+		return http.StatusBadGateway, nil, nil
+	}
+	for k, vs := range r.Header {
+		req.Header[k] = vs
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return http.StatusBadGateway, nil, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, out
+}
+
+func writeError(w http.ResponseWriter, f Fault) {
+	status := f.Status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	body := map[string]any{"__type": "com.amazonaws.dynamodb.v20120810#" + f.Error, "message": "injected " + f.Error}
+	if len(f.Reasons) > 0 {
+		reasons := make([]map[string]string, len(f.Reasons))
+		for i, c := range f.Reasons {
+			reasons[i] = map[string]string{"Code": c}
+		}
+		body["CancellationReasons"] = reasons
+		body["Message"] = "Transaction cancelled"
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// fillOldItems adds the current item to each ConditionalCheckFailed reason
+// of a Put that asked for ALL_OLD, reading it from the store.
+func (p *Proxy) fillOldItems(r *http.Request, reqBody, respBody []byte) []byte {
+	var req struct {
+		TransactItems []struct {
+			Put *struct {
+				TableName                           string
+				Item                                map[string]json.RawMessage
+				ReturnValuesOnConditionCheckFailure string
+			}
+		}
+	}
+	var resp map[string]any
+	if json.Unmarshal(reqBody, &req) != nil || json.Unmarshal(respBody, &resp) != nil {
+		return respBody
+	}
+	reasons, _ := resp["CancellationReasons"].([]any)
+	for i, raw := range reasons {
+		reason, _ := raw.(map[string]any)
+		if reason == nil || reason["Code"] != "ConditionalCheckFailed" || reason["Item"] != nil || i >= len(req.TransactItems) {
+			continue
+		}
+		put := req.TransactItems[i].Put
+		if put == nil || put.ReturnValuesOnConditionCheckFailure != "ALL_OLD" {
+			continue
+		}
+		get, _ := json.Marshal(map[string]any{"TableName": put.TableName, "Key": map[string]json.RawMessage{"pk": put.Item["pk"]}, "ConsistentRead": true})
+		gr, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.target+"/", bytes.NewReader(get))
+		if err != nil {
+			continue
+		}
+		gr.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		gr.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
+		gr.Header.Set("Authorization", r.Header.Get("Authorization"))
+		res, err := p.client.Do(gr)
+		if err != nil {
+			continue
+		}
+		var out struct{ Item map[string]any }
+		_ = json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if out.Item != nil {
+			reason["Item"] = out.Item
+		}
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return respBody
+	}
+	return b
+}
