@@ -1,0 +1,106 @@
+package apigw
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/protocol"
+)
+
+// Routes served, as API Gateway route keys.
+const (
+	CallbackRoute  = "POST /callback"
+	FunctionsRoute = "GET /functions"
+)
+
+// Handler adapts a callback.Handler to API Gateway HTTP API events.
+type Handler struct {
+	h *callback.Handler
+	// PublicURL, when set, is the base URL listings name as the callback;
+	// otherwise it is built from the event's domain name and stage.
+	PublicURL string
+}
+
+// New returns a Handler for h.
+func New(h *callback.Handler, publicURL string) *Handler {
+	return &Handler{h: h, PublicURL: strings.TrimRight(publicURL, "/")}
+}
+
+// Handle serves one event. It never returns an error: every failure is an
+// HTTP answer, so API Gateway never substitutes its own.
+func (a *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	method, path := route(ev)
+	switch {
+	case method == http.MethodPost && path == "/callback":
+		body, ok := decodeBody(ev)
+		if !ok {
+			return respond(protocol.JSON(http.StatusBadRequest, map[string]any{"status": protocol.StatusRejected,
+				"error": protocol.ErrorDetail{Code: protocol.CodeInvalidRequest, Message: "the body is marked base64 but is not valid base64"}})), nil
+		}
+		return respond(a.h.Call(ctx, callback.Request{Nonce: header(ev.Headers, "x-request-nonce"), Body: body})), nil
+	case (method == http.MethodGet || method == http.MethodHead) && path == "/functions":
+		return respond(a.h.List(ctx, header(ev.Headers, "x-request-nonce"), a.callbackURL(ev))), nil
+	default:
+		return respond(protocol.JSON(http.StatusNotFound, map[string]any{"status": protocol.StatusRejected,
+			"error": protocol.ErrorDetail{Code: "not_found", Message: "oncecall serves " + CallbackRoute + " and " + FunctionsRoute}})), nil
+	}
+}
+
+// route returns the method and the path without the stage prefix.
+func route(ev events.APIGatewayV2HTTPRequest) (string, string) {
+	if m, p, ok := strings.Cut(ev.RouteKey, " "); ok && ev.RouteKey != "$default" {
+		return m, p
+	}
+	path := ev.RawPath
+	if st := ev.RequestContext.Stage; st != "" && st != "$default" {
+		path = strings.TrimPrefix(path, "/"+st)
+	}
+	return ev.RequestContext.HTTP.Method, path
+}
+
+// header finds name (lower case) among headers of any case.
+func header(h map[string]string, name string) string {
+	if v, ok := h[name]; ok {
+		return v
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+func decodeBody(ev events.APIGatewayV2HTTPRequest) ([]byte, bool) {
+	if !ev.IsBase64Encoded {
+		return []byte(ev.Body), true
+	}
+	// Lambda bounds the event to 6 MB, so decoding before Decode checks
+	// the size costs bounded memory.
+	b, err := base64.StdEncoding.DecodeString(ev.Body)
+	return b, err == nil
+}
+
+func (a *Handler) callbackURL(ev events.APIGatewayV2HTTPRequest) string {
+	if a.PublicURL != "" {
+		return a.PublicURL + "/callback"
+	}
+	base := "https://" + ev.RequestContext.DomainName
+	if st := ev.RequestContext.Stage; st != "" && st != "$default" {
+		base += "/" + st
+	}
+	return base + "/callback"
+}
+
+func respond(a protocol.Answer) events.APIGatewayV2HTTPResponse {
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: a.Status,
+		Headers:    map[string]string{"content-type": "application/json", "cache-control": "no-store"},
+		Body:       string(a.Body),
+	}
+}

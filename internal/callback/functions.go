@@ -1,0 +1,46 @@
+package callback
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/oncecall/oncecall/internal/protocol"
+)
+
+// Definition is one function as an AIVAX function source lists it.
+type Definition struct {
+	Name          string         `json:"name"`
+	Description   string         `json:"description"`
+	CallbackURL   string         `json:"callbackUrl"`
+	ContentFormat map[string]any `json:"contentFormat"`
+}
+
+// Listing is the body of GET /functions: the protocolFunctionSources format.
+type Listing struct {
+	Functions []Definition `json:"functions"`
+}
+
+// Listing returns the function-source listing, with callbackURL as every
+// function's callback. It is generated from the same definitions that
+// validate arguments.
+func (h *Handler) Listing(callbackURL string) Listing {
+	l := Listing{Functions: make([]Definition, len(h.Functions))}
+	for i, f := range h.Functions {
+		l.Functions[i] = Definition{Name: f.Name, Description: f.Description, CallbackURL: callbackURL, ContentFormat: f.JSONSchema()}
+	}
+	return l
+}
+
+// List serves GET /functions. AIVAX sends X-Request-Nonce with it too, and
+// it is authenticated like a callback.
+func (h *Handler) List(ctx context.Context, nonceHeader, callbackURL string) protocol.Answer {
+	start := h.Now()
+	var e entry
+	ans, ok := h.authenticate(nonceHeader, &e)
+	if ok {
+		e.outcome = OutcomeListed
+		ans = protocol.JSON(http.StatusOK, h.Listing(callbackURL))
+	}
+	h.finish(ctx, "functions", start, ans, &e)
+	return ans
+}

@@ -1,0 +1,400 @@
+package callback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/canonjson"
+	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/schema"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// Store is what the Handler needs from storage. The dynamo package
+// implements it.
+type Store interface {
+	// Create claims rec and writes t atomically, after re-checking that the
+	// user may still call rec.Function in rec.Tenant. It returns (nil, nil)
+	// when it wrote both, the live record that holds the key when the key is
+	// taken, or identity.ErrRevoked, idempotency.ErrBusy or another error
+	// when it wrote nothing.
+	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error)
+	// ReadTicket reads the user record and a ticket at one instant. The
+	// ticket is nil when absent; an absent user is identity.ErrUnknown.
+	ReadTicket(ctx context.Context, externalID, ticketID string) (identity.User, *ticket.Ticket, error)
+}
+
+// Recorder receives one observation per call, for metrics.
+type Recorder interface {
+	Observe(function, outcome string, status int, d time.Duration)
+}
+
+// Outcomes, as logged and counted.
+const (
+	OutcomeCreated      = "created"
+	OutcomeDeduplicated = "deduplicated"
+	OutcomeRejected     = "rejected"
+	OutcomeInProgress   = "in_progress"
+	OutcomeBusy         = "busy"
+	OutcomeUnauthorized = "unauthorized"
+	OutcomeError        = "error"
+	OutcomeFound        = "found"
+	OutcomeNotFound     = "not_found"
+	OutcomeListed       = "listed"
+)
+
+// Outcomes lists every outcome, for metrics set-up.
+var Outcomes = []string{OutcomeCreated, OutcomeDeduplicated, OutcomeRejected, OutcomeInProgress,
+	OutcomeBusy, OutcomeUnauthorized, OutcomeError, OutcomeFound, OutcomeNotFound, OutcomeListed}
+
+// DefaultRetention is how long an operation deduplicates unless configured.
+const DefaultRetention = 24 * time.Hour
+
+// ResponseReserve is kept back from the caller's deadline so that a slow
+// store still leaves time to answer busy instead of being cut off.
+const ResponseReserve = 250 * time.Millisecond
+
+// Handler serves callbacks. Its fields are set once at start-up; it is safe
+// for concurrent use.
+type Handler struct {
+	Verifier  *nonce.Verifier
+	Users     *identity.Directory
+	Store     Store
+	Functions []*schema.Function
+	Policies  idempotency.Policies
+	Retention time.Duration
+	Logger    *slog.Logger
+	Metrics   Recorder
+	Now       func() time.Time
+	NewID     func() string
+}
+
+// NewHandler returns a Handler for oncecall's ticket functions with the
+// defaults filled in.
+func NewHandler(v *nonce.Verifier, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
+	return &Handler{
+		Verifier: v, Users: users, Store: store, Functions: ticket.Functions,
+		Policies: idempotency.Policies{}, Retention: DefaultRetention, Logger: logger,
+		Now: time.Now, NewID: ticket.NewID,
+	}
+}
+
+// Request is one callback as the transport received it.
+type Request struct {
+	// Nonce is the X-Request-Nonce header ("" when absent).
+	Nonce string
+	// Body is the raw request body.
+	Body []byte
+}
+
+// entry is the one log line of a call. It never holds the body, the
+// arguments, the nonce, the hook key or a stored result.
+type entry struct {
+	function string
+	opKey    string
+	outcome  string
+	code     string
+	cause    error
+}
+
+// Call serves one callback.
+func (h *Handler) Call(ctx context.Context, r Request) protocol.Answer {
+	start := h.Now()
+	var e entry
+	ans := h.call(ctx, r, &e)
+	h.finish(ctx, "callback", start, ans, &e)
+	return ans
+}
+
+func (h *Handler) finish(ctx context.Context, msg string, start time.Time, ans protocol.Answer, e *entry) {
+	d := h.Now().Sub(start)
+	if e.outcome == "" {
+		e.outcome = OutcomeError
+	}
+	if h.Metrics != nil {
+		h.Metrics.Observe(e.function, e.outcome, ans.Status, d)
+	}
+	if h.Logger == nil {
+		return
+	}
+	level := slog.LevelInfo
+	if ans.Status >= 500 {
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("outcome", e.outcome),
+		slog.Int("status", ans.Status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+	}
+	if e.function != "" {
+		attrs = append(attrs, slog.String("function", e.function))
+	}
+	if e.opKey != "" {
+		attrs = append(attrs, slog.String("op_key", e.opKey))
+	}
+	if e.code != "" {
+		attrs = append(attrs, slog.String("code", e.code))
+	}
+	if e.cause != nil {
+		// Store errors name operations and AWS error codes, never payloads.
+		attrs = append(attrs, slog.String("cause", e.cause.Error()))
+	}
+	h.Logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+func (h *Handler) deny(e *entry, status int, code, message string) protocol.Answer {
+	e.outcome, e.code = OutcomeUnauthorized, code
+	if status == http.StatusUnauthorized {
+		return protocol.Unauthorized(code, message)
+	}
+	return protocol.Forbidden(code, message)
+}
+
+func (h *Handler) reject(e *entry, code, message string) protocol.Answer {
+	e.outcome, e.code = OutcomeRejected, code
+	return protocol.Reject(code, message)
+}
+
+func (h *Handler) fail(e *entry, err error) protocol.Answer {
+	e.cause = err
+	if errors.Is(err, idempotency.ErrBusy) {
+		e.outcome = OutcomeBusy
+		return protocol.Busy()
+	}
+	e.outcome = OutcomeError
+	return protocol.Internal()
+}
+
+// authenticate maps a nonce check to an answer; ok is true when it passed.
+func (h *Handler) authenticate(header string, e *entry) (protocol.Answer, bool) {
+	switch err := h.Verifier.Verify(header); {
+	case err == nil:
+		return protocol.Answer{}, true
+	case errors.Is(err, nonce.ErrMissing):
+		return h.deny(e, http.StatusUnauthorized, "missing_nonce", "The X-Request-Nonce header is required: set a hook key on the AIVAX account."), false
+	case errors.Is(err, nonce.ErrCost):
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", fmt.Sprintf("X-Request-Nonce has a BCrypt cost outside %d..%d.", nonce.MinCost, h.Verifier.MaxCost())), false
+	case errors.Is(err, nonce.ErrMalformed):
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", "X-Request-Nonce is not a BCrypt hash."), false
+	default:
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", "X-Request-Nonce does not match the hook key."), false
+	}
+}
+
+func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer {
+	if ans, ok := h.authenticate(r.Nonce, e); !ok {
+		return ans
+	}
+	req, p := protocol.Decode(r.Body)
+	if p != nil {
+		e.outcome, e.code = OutcomeRejected, p.Code
+		return protocol.Refuse(p)
+	}
+	e.function = req.Function
+
+	// Identify: the tenant comes from our record, never from the request.
+	if req.ExternalUserID == "" {
+		return h.reject(e, "missing_user", "context.externalUserId is missing. The application must send the end user's id (the chat session's user or the request's user field); do not invent one.")
+	}
+	ctx, cancel := storeContext(ctx)
+	defer cancel()
+	user, err := h.Users.Lookup(ctx, req.ExternalUserID)
+	switch {
+	case errors.Is(err, identity.ErrUnknown):
+		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
+	case err != nil:
+		return h.fail(e, err)
+	case !user.Active:
+		return h.deny(e, http.StatusForbidden, "user_disabled", "This user is disabled.")
+	}
+
+	// Authorize and validate.
+	fn := h.function(req.Function)
+	if fn == nil {
+		return h.reject(e, "unknown_function", fmt.Sprintf("There is no function %q. The functions are %s.", protocol.Clip(req.Function), h.functionNames()))
+	}
+	if !user.Allows(fn.Name) {
+		return h.deny(e, http.StatusForbidden, "function_not_granted", "This user may not call "+fn.Name+".")
+	}
+	if v := fn.Validate(req.Arguments); len(v) > 0 {
+		msgs := make([]string, len(v))
+		for i, x := range v {
+			msgs[i] = x.Message
+		}
+		return h.reject(e, protocol.CodeInvalidArguments, "Fix the arguments and call again: "+strings.Join(msgs, "; ")+".")
+	}
+
+	switch fn.Name {
+	case ticket.CreateName:
+		return h.create(ctx, req, fn, user, e)
+	case ticket.GetName:
+		return h.get(ctx, req, user, e)
+	}
+	return h.fail(e, fmt.Errorf("function %s has no implementation", fn.Name))
+}
+
+// storeContext keeps ResponseReserve of the caller's deadline for answering.
+func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, dl.Add(-ResponseReserve))
+	}
+	return context.WithCancel(ctx)
+}
+
+func (h *Handler) function(name string) *schema.Function {
+	for _, f := range h.Functions {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+func (h *Handler) functionNames() string {
+	names := make([]string, len(h.Functions))
+	for i, f := range h.Functions {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// requestID checks metadata.request_id, which every mutating call needs.
+func requestID(req *protocol.Request) (string, string, string) {
+	rid, ok := req.Metadata[protocol.RequestIDKey]
+	if !ok || rid == "" {
+		return "", "missing_request_id", "context.metadata.request_id is missing, so this call could be repeated by mistake and nothing was created. The application must mint one request_id per operation and keep it across retries; do not invent one."
+	}
+	if len(rid) > protocol.MaxRequestIDBytes {
+		return "", "invalid_request_id", fmt.Sprintf("context.metadata.request_id is longer than %d bytes.", protocol.MaxRequestIDBytes)
+	}
+	for i := 0; i < len(rid); i++ {
+		if c := rid[i]; c <= ' ' || c > '~' {
+			return "", "invalid_request_id", "context.metadata.request_id must be visible ASCII characters without spaces."
+		}
+	}
+	return rid, "", ""
+}
+
+// answerBody is a stored result with "deduplicated" appended. The stored
+// result is a canonical JSON object, so the first answer and every replay
+// read the same apart from the flag.
+func answerBody(stored []byte, deduplicated bool) ([]byte, error) {
+	if _, err := canonjson.Parse(stored, canonjson.Limits{}); err != nil || len(stored) < 2 || stored[0] != '{' || stored[len(stored)-1] != '}' {
+		return nil, errors.New("stored result is not a JSON object")
+	}
+	out := make([]byte, 0, len(stored)+24)
+	out = append(out, stored[:len(stored)-1]...)
+	if len(stored) > 2 {
+		out = append(out, ',')
+	}
+	if deduplicated {
+		return append(out, `"deduplicated":true}`...), nil
+	}
+	return append(out, `"deduplicated":false}`...), nil
+}
+
+func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.Function, user identity.User, e *entry) protocol.Answer {
+	rid, code, msg := requestID(req)
+	if code != "" {
+		return h.reject(e, code, msg)
+	}
+	key, err := idempotency.Derive(h.Policies.For(fn.Name), user.Tenant, rid, fn.Name, req.Arguments)
+	if err != nil {
+		return h.fail(e, err)
+	}
+	if len(key.Arguments) > protocol.MaxArgumentsBytes {
+		return h.reject(e, protocol.CodeTooLarge, fmt.Sprintf("The arguments are %d bytes; the limit is %d. Shorten the description.", len(key.Arguments), protocol.MaxArgumentsBytes))
+	}
+	e.opKey = key.ID
+
+	now := h.Now().UTC()
+	t := ticket.FromArguments(req.Arguments)
+	t.ID, t.Tenant, t.UserID, t.CreatedAt = h.NewID(), user.Tenant, user.ExternalID, now
+	t.OperationKey, t.RequestID = key.ID, rid
+	stored, err := canonjson.Marshal(map[string]any{"status": protocol.StatusCreated, "ticket_id": t.ID})
+	if err != nil {
+		return h.fail(e, err)
+	}
+	rec := idempotency.Record{
+		Key: key.ID, UserID: user.ExternalID, Tenant: user.Tenant, Function: fn.Name,
+		State: idempotency.Completed, Fingerprint: key.Fingerprint, TicketID: t.ID,
+		Result: stored, CreatedAt: now, ExpiresAt: now.Add(h.Retention),
+	}
+
+	existing, err := h.Store.Create(ctx, rec, t)
+	switch {
+	case errors.Is(err, identity.ErrRevoked):
+		h.Users.Forget(user.ExternalID)
+		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+fn.Name+".")
+	case err != nil:
+		return h.fail(e, err)
+	case existing == nil:
+		body, err := answerBody(stored, false)
+		if err != nil {
+			return h.fail(e, err)
+		}
+		e.outcome = OutcomeCreated
+		return protocol.Answer{Status: http.StatusOK, Body: body}
+	}
+
+	switch idempotency.Replay(existing, user.ExternalID, key.Fingerprint) {
+	case idempotency.Conflict:
+		return h.deny(e, http.StatusForbidden, "request_id_conflict", "This request_id already belongs to another user's operation.")
+	case idempotency.InProgress:
+		e.outcome = OutcomeInProgress
+		return protocol.InProgress()
+	case idempotency.Reused:
+		return h.reject(e, "request_id_reused", fmt.Sprintf(
+			"This request_id already created ticket %s with different arguments. Do not call %s again with changed arguments: the ticket exists. A different ticket needs a new request from the user.",
+			existing.TicketID, fn.Name))
+	}
+	body, err := answerBody(existing.Result, true)
+	if err != nil {
+		return h.fail(e, fmt.Errorf("operation %s: %w", existing.Key, err))
+	}
+	e.outcome = OutcomeDeduplicated
+	return protocol.Answer{Status: http.StatusOK, Body: body}
+}
+
+type found struct {
+	Status string      `json:"status"`
+	Ticket ticket.View `json:"ticket"`
+}
+
+func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identity.User, e *entry) protocol.Answer {
+	id, _ := req.Arguments["ticket_id"].(string)
+	user, t, err := h.Store.ReadTicket(ctx, cached.ExternalID, id)
+	switch {
+	case errors.Is(err, identity.ErrUnknown):
+		h.Users.Forget(cached.ExternalID)
+		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
+	case err != nil:
+		return h.fail(e, err)
+	case !user.Allows(ticket.GetName):
+		h.Users.Forget(cached.ExternalID)
+		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+ticket.GetName+".")
+	}
+	h.Users.Remember(user)
+	// Another tenant's ticket is indistinguishable from a missing one.
+	if t == nil || t.Tenant != user.Tenant {
+		e.outcome, e.code = OutcomeNotFound, "ticket_not_found"
+		return protocol.JSON(http.StatusOK, refusalNotFound(id))
+	}
+	e.outcome = OutcomeFound
+	return protocol.JSON(http.StatusOK, found{Status: protocol.StatusFound, Ticket: t.View()})
+}
+
+func refusalNotFound(id string) any {
+	return struct {
+		Status string               `json:"status"`
+		Error  protocol.ErrorDetail `json:"error"`
+	}{protocol.StatusNotFound, protocol.ErrorDetail{Code: "ticket_not_found", Message: "No ticket " + id + " is visible to this user. Check the ticket_id that create_ticket returned."}}
+}

@@ -1,0 +1,205 @@
+package callback_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/dynamotest"
+	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/nonce"
+)
+
+// testCost keeps bcrypt cheap in tests; the verifier accepts any cost up to
+// its maximum, so the code path is the one cost 9 takes.
+const testCost = nonce.MinCost
+
+var (
+	nonceOnce sync.Once
+	goodNonce string
+)
+
+func validNonce(t testing.TB) string {
+	nonceOnce.Do(func() {
+		var err error
+		if goodNonce, err = nonce.Generate(localdb.DemoHookKey, testCost); err != nil {
+			panic(err)
+		}
+	})
+	return goodNonce
+}
+
+// rig is one callback server over HTTP on loopback, backed by a fresh table
+// of a real DynamoDB-compatible store, seeded with the demo users.
+type rig struct {
+	t     testing.TB
+	env   *dynamotest.Env
+	store *dynamo.Store
+	h     *callback.Handler
+	srv   *httptest.Server
+	logs  *syncBuffer
+	now   time.Time
+	mu    sync.Mutex
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type rigOption func(*rig, *dynamotest.Env) dynamo.API
+
+// viaProxy routes the store client through a fault-injecting proxy.
+func viaProxy(p **dynamotest.Proxy) rigOption {
+	return func(r *rig, env *dynamotest.Env) dynamo.API {
+		*p = dynamotest.NewProxy(r.t, env.Endpoint)
+		return dynamotest.NewClient(r.t, (*p).URL, env.Requests)
+	}
+}
+
+func newRig(t testing.TB, opts ...rigOption) *rig {
+	t.Helper()
+	env := dynamotest.New(t)
+	r := &rig{t: t, env: env, logs: &syncBuffer{}, now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	var api dynamo.API = env.Client
+	for _, o := range opts {
+		api = o(r, env)
+	}
+	r.store = dynamo.New(api, env.Table)
+	r.store.Now = r.clock
+	r.store.Sleep = func(context.Context, time.Duration) error { return nil }
+	if _, err := localdb.SeedDemo(context.Background(), r.store); err != nil {
+		t.Fatal(err)
+	}
+	v, err := nonce.NewVerifier(0, localdb.DemoHookKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, r.clock), r.store, logger)
+	r.h.Now = r.clock
+	r.srv = httptest.NewServer(httpapi.New(r.h, ""))
+	t.Cleanup(r.srv.Close)
+	env.Requests.Reset()
+	return r
+}
+
+func (r *rig) clock() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.now
+}
+
+func (r *rig) advance(d time.Duration) {
+	r.mu.Lock()
+	r.now = r.now.Add(d)
+	r.mu.Unlock()
+}
+
+// reply is a decoded answer.
+type reply struct {
+	status int
+	raw    string
+	body   map[string]any
+}
+
+func (p reply) str(name string) string {
+	v, _ := p.body[name].(string)
+	return v
+}
+
+func (p reply) code() string {
+	e, _ := p.body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (p reply) message() string {
+	e, _ := p.body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
+// post sends body to /callback with the given nonce ("" sends none).
+func (r *rig) post(nonceHeader, body string) reply {
+	r.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, r.srv.URL+httpapi.CallbackPath, strings.NewReader(body))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if nonceHeader != "" {
+		req.Header.Set("X-Request-Nonce", nonceHeader)
+	}
+	return r.do(req)
+}
+
+func (r *rig) do(req *http.Request) reply {
+	r.t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	p := reply{status: res.StatusCode, raw: string(raw)}
+	if err := json.Unmarshal(raw, &p.body); err != nil {
+		r.t.Fatalf("answer is not JSON: %q", raw)
+	}
+	return p
+}
+
+// call posts an authenticated callback.
+func (r *rig) call(body string) reply {
+	r.t.Helper()
+	return r.post(validNonce(r.t), body)
+}
+
+// callBody builds an AIVAX callback body.
+func callBody(user, requestID, function, args string) string {
+	ctx := map[string]any{"callSource": "ChatCompletionsApi", "conversationToken": "conv-1", "moment": "2026-11-30T12:00:00.1234+00:00"}
+	if user != "" {
+		ctx["externalUserId"] = user
+	}
+	md := map[string]string{}
+	if requestID != "" {
+		md["request_id"] = requestID
+	}
+	ctx["metadata"] = md
+	c, _ := json.Marshal(ctx)
+	return `{"type":"tool_call","function":{"name":"` + function + `","content":` + args + `},"context":` + string(c) + `}`
+}
+
+func create(user, requestID, args string) string {
+	return callBody(user, requestID, "create_ticket", args)
+}
+
+// tickets counts ticket items in the store.
+func (r *rig) tickets() int { return r.env.Count(r.t, "ticket") }
+
+// operations counts operation items in the store.
+func (r *rig) operations() int { return r.env.Count(r.t, "operation") }

@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/protocol"
+)
+
+// Paths served.
+const (
+	CallbackPath  = "/callback"
+	FunctionsPath = "/functions"
+)
+
+// RequestTimeout bounds one request, as a Lambda timeout would.
+const RequestTimeout = 10 * time.Second
+
+// NonceHeader is the header AIVAX authenticates with.
+const NonceHeader = "X-Request-Nonce"
+
+// Server adapts a callback.Handler to net/http.
+type Server struct {
+	h *callback.Handler
+	// PublicURL is the base URL that listings name as the callback; "" means
+	// http://<Host header>.
+	PublicURL string
+}
+
+// New returns a Server for h.
+func New(h *callback.Handler, publicURL string) *Server {
+	return &Server{h: h, PublicURL: strings.TrimRight(publicURL, "/")}
+}
+
+// ServeHTTP routes POST /callback and GET /functions.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
+	defer cancel()
+	switch r.URL.Path {
+	case CallbackPath:
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, http.MethodPost)
+			return
+		}
+		// Read one byte past the limit so that Decode can say how it was exceeded.
+		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
+		if err != nil {
+			write(w, protocol.JSON(http.StatusBadRequest, map[string]any{"status": protocol.StatusRejected,
+				"error": protocol.ErrorDetail{Code: protocol.CodeInvalidRequest, Message: "the request body could not be read"}}))
+			return
+		}
+		write(w, s.h.Call(ctx, callback.Request{Nonce: r.Header.Get(NonceHeader), Body: body}))
+	case FunctionsPath:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			methodNotAllowed(w, http.MethodGet)
+			return
+		}
+		base := s.PublicURL
+		if base == "" {
+			base = "http://" + r.Host
+		}
+		write(w, s.h.List(ctx, r.Header.Get(NonceHeader), base+CallbackPath))
+	default:
+		write(w, protocol.JSON(http.StatusNotFound, map[string]any{"status": protocol.StatusRejected,
+			"error": protocol.ErrorDetail{Code: "not_found", Message: "oncecall serves POST " + CallbackPath + " and GET " + FunctionsPath}}))
+	}
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	write(w, protocol.JSON(http.StatusMethodNotAllowed, map[string]any{"status": protocol.StatusRejected,
+		"error": protocol.ErrorDetail{Code: "method_not_allowed", Message: "use " + allow}}))
+}
+
+func write(w http.ResponseWriter, a protocol.Answer) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(a.Status)
+	_, _ = w.Write(a.Body)
+}
