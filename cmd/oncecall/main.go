@@ -1,0 +1,116 @@
+// Command oncecall serves the callback locally: POST /callback and
+// GET /functions on 127.0.0.1:3210, backed by an embedded DynamoDB-compatible
+// store on 127.0.0.1:8000 (or by DYNAMODB_ENDPOINT when set). It creates the
+// table and the demo users when they are missing. `make run` starts it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/localdb"
+)
+
+// Server limits.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = httpapi.RequestTimeout + 5*time.Second
+	// maxHeaderBytes bounds all request headers together; a nonce is 60 bytes.
+	maxHeaderBytes = 16 << 10
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
+	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the embedded DynamoDB-compatible store (unused when DYNAMODB_ENDPOINT is set)")
+	flag.Parse()
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := run(*addr, *dbAddr, logger); err != nil {
+		fmt.Fprintln(os.Stderr, "oncecall:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, dbAddr string, logger *slog.Logger) error {
+	base := config.Defaults
+	base.HookKey = localdb.DemoHookKey
+	cfg, err := config.Load(os.Getenv, base)
+	if err != nil {
+		return err
+	}
+	logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if cfg.Endpoint == "" {
+		db, err := localdb.Start(dbAddr)
+		if err != nil {
+			return fmt.Errorf("embedded store on %s: %w (set DYNAMODB_ENDPOINT to use another store)", dbAddr, err)
+		}
+		defer db.Close()
+		cfg.Endpoint = db.URL
+		logger.Info("embedded DynamoDB-compatible store (in memory)", "endpoint", db.URL)
+	}
+	awsCfg, err := app.AWSConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	store := app.Store(awsCfg, cfg)
+	setup, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	admin := app.AdminClient(awsCfg, cfg)
+	created, ttlErr, err := dynamo.EnsureTable(setup, admin, cfg.Table)
+	if err != nil {
+		return err
+	}
+	if created {
+		logger.Info("created table", "table", cfg.Table)
+	}
+	if ttlErr != nil {
+		logger.Warn("time to live not enabled on this store; oncecall enforces expiry itself", "table", cfg.Table)
+	}
+	n, err := localdb.SeedDemo(setup, store)
+	if err != nil {
+		return fmt.Errorf("seed demo users: %w", err)
+	}
+	logger.Info("demo users", "added", n, "present", len(localdb.DemoUsers))
+
+	h, err := app.Handler(cfg, store, logger)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Addr:              addr,
+		Handler:           httpapi.New(h, cfg.PublicURL),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	logger.Info("serving", "callback", "http://"+addr+httpapi.CallbackPath, "functions", "http://"+addr+httpapi.FunctionsPath, "table", cfg.Table)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

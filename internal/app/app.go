@@ -1,0 +1,97 @@
+// Package app assembles a callback.Handler from a validated configuration.
+// Both the Lambda (functions/callback) and the local server (cmd/oncecall)
+// use it, so the two can never be wired differently.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/secret"
+)
+
+// Store opens the DynamoDB store that cfg names.
+func Store(awsCfg aws.Config, cfg config.Config, opts ...func(*dynamodb.Options)) *dynamo.Store {
+	opts = append([]func(*dynamodb.Options){dynamo.Options(cfg.Endpoint)}, opts...)
+	return dynamo.New(dynamodb.NewFromConfig(awsCfg, opts...), cfg.Table)
+}
+
+// Handler builds the callback handler for cfg over store. cfg.HookKey must
+// be set by now (from the environment or the secret).
+func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*callback.Handler, error) {
+	v, err := nonce.NewVerifier(cfg.NonceMaxCost, cfg.HookKey, cfg.PreviousHookKey)
+	if err != nil {
+		return nil, err
+	}
+	h := callback.NewHandler(v, identity.NewDirectory(store, cfg.UserCacheTTL, nil), store, logger)
+	h.Policies = cfg.Policies
+	h.Retention = cfg.Retention
+	return h, nil
+}
+
+// AWSConfig loads the AWS configuration: static local credentials when the
+// endpoint is a loopback address (the embedded store ignores them), the
+// default credential chain otherwise.
+func AWSConfig(ctx context.Context, cfg config.Config) (aws.Config, error) {
+	if isLoopback(cfg.Endpoint) {
+		return dynamo.LocalConfig(cfg.Region), nil
+	}
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(dynamo.HTTPClient())}
+	if cfg.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(cfg.Region))
+	}
+	c, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if c.Region == "" {
+		return aws.Config{}, fmt.Errorf("AWS configuration: no region; set %s", config.EnvRegion)
+	}
+	return c, nil
+}
+
+// AdminClient returns a DynamoDB client for table set-up.
+func AdminClient(awsCfg aws.Config, cfg config.Config) *dynamodb.Client {
+	return dynamodb.NewFromConfig(awsCfg, dynamo.Options(cfg.Endpoint))
+}
+
+func isLoopback(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || endpoint == "" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ResolveHookKey fills cfg's hook keys from Secrets Manager when cfg names a
+// secret; that read is the only network call of a cold start. A key set in
+// the environment wins (local invokes use one).
+func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
+	if cfg.HookKey != "" || cfg.HookKeySecretARN == "" {
+		return cfg, nil
+	}
+	keys, err := secret.HookKeys(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.HookKeySecretARN)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.HookKey, cfg.PreviousHookKey = keys.Current, keys.Previous
+	return cfg, nil
+}

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// Environment variables.
+const (
+	EnvTable         = "TABLE_NAME"
+	EnvEndpoint      = "DYNAMODB_ENDPOINT"
+	EnvRegion        = "AWS_REGION"
+	EnvHookKey       = "HOOK_KEY"
+	EnvHookKeyPrev   = "HOOK_KEY_PREVIOUS"
+	EnvHookKeySecret = "HOOK_KEY_SECRET_ARN"
+	EnvNonceMaxCost  = "NONCE_MAX_COST"
+	EnvRetention     = "RETENTION"
+	EnvKeyPolicy     = "KEY_POLICY"
+	EnvUserCacheTTL  = "USER_CACHE_TTL"
+	EnvLogLevel      = "LOG_LEVEL"
+	EnvPublicURL     = "PUBLIC_URL"
+	EnvMetrics       = "METRICS"
+	EnvMetricsNS     = "METRICS_NAMESPACE"
+)
+
+// Bounds of the settings.
+const (
+	MinRetention        = time.Minute
+	MaxRetention        = 365 * 24 * time.Hour
+	DefaultUserCacheTTL = 30 * time.Second
+	MaxUserCacheTTL     = 10 * time.Minute
+	MaxTableName        = 255
+)
+
+// Config is oncecall's validated configuration.
+type Config struct {
+	Table    string
+	Endpoint string
+	Region   string
+	// HookKey and PreviousHookKey are set from the environment when given
+	// there; HookKeySecretARN names a Secrets Manager secret otherwise.
+	HookKey          string
+	PreviousHookKey  string
+	HookKeySecretARN string
+	NonceMaxCost     int
+	Retention        time.Duration
+	Policies         idempotency.Policies
+	UserCacheTTL     time.Duration
+	LogLevel         slog.Level
+	PublicURL        string
+	// Metrics turns on CloudWatch Embedded Metric Format lines.
+	Metrics          bool
+	MetricsNamespace string
+}
+
+// Defaults for a local run.
+var Defaults = Config{
+	Table:            "oncecall",
+	NonceMaxCost:     nonce.DefaultMaxCost,
+	Retention:        callback.DefaultRetention,
+	UserCacheTTL:     DefaultUserCacheTTL,
+	LogLevel:         slog.LevelInfo,
+	MetricsNamespace: "oncecall",
+}
+
+// Lambda holds the defaults on AWS Lambda: no table name and no hook key,
+// so that a deployment missing either fails at cold start.
+var Lambda = Config{
+	NonceMaxCost:     nonce.DefaultMaxCost,
+	Retention:        callback.DefaultRetention,
+	UserCacheTTL:     DefaultUserCacheTTL,
+	LogLevel:         slog.LevelInfo,
+	MetricsNamespace: "oncecall",
+}
+
+// Load reads the environment through getenv over the defaults in base. It
+// reports every problem at once.
+func Load(getenv func(string) string, base Config) (Config, error) {
+	c := base
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if v := getenv(EnvTable); v != "" {
+		c.Table = v
+	}
+	if c.Table == "" {
+		bad(EnvTable, "is required: the DynamoDB table name")
+	} else if len(c.Table) > MaxTableName || !validTableName(c.Table) {
+		bad(EnvTable, "%q is not a DynamoDB table name (3-255 of a-z A-Z 0-9 _ - .)", c.Table)
+	}
+	if v := getenv(EnvEndpoint); v != "" {
+		if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+			bad(EnvEndpoint, "%q must be an http:// or https:// URL", v)
+		}
+		c.Endpoint = v
+	}
+	if v := getenv(EnvRegion); v != "" {
+		c.Region = v
+	}
+	if v := getenv(EnvHookKey); v != "" {
+		c.HookKey = v
+	}
+	if v := getenv(EnvHookKeyPrev); v != "" {
+		c.PreviousHookKey = v
+	}
+	if v := getenv(EnvHookKeySecret); v != "" {
+		if !strings.HasPrefix(v, "arn:") {
+			bad(EnvHookKeySecret, "must be a Secrets Manager secret ARN")
+		}
+		c.HookKeySecretARN = v
+	}
+	for name, k := range map[string]string{EnvHookKey: c.HookKey, EnvHookKeyPrev: c.PreviousHookKey} {
+		if len(k) > nonce.MaxKeyBytes {
+			bad(name, "is %d bytes; BCrypt uses at most %d", len(k), nonce.MaxKeyBytes)
+		}
+	}
+	if c.HookKey == "" && c.HookKeySecretARN == "" {
+		bad(EnvHookKey, "no hook key: set %s (local) or %s (AWS)", EnvHookKey, EnvHookKeySecret)
+	}
+	if v := getenv(EnvNonceMaxCost); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < nonce.MinCost || n > nonce.HardMaxCost {
+			bad(EnvNonceMaxCost, "%q must be an integer from %d to %d (AIVAX uses 9)", v, nonce.MinCost, nonce.HardMaxCost)
+		} else {
+			c.NonceMaxCost = n
+		}
+	}
+	if v := getenv(EnvRetention); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < MinRetention || d > MaxRetention {
+			bad(EnvRetention, "%q must be a duration from %s to %s, such as 24h", v, MinRetention, MaxRetention)
+		} else {
+			c.Retention = d
+		}
+	}
+	if v := getenv(EnvUserCacheTTL); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > MaxUserCacheTTL {
+			bad(EnvUserCacheTTL, "%q must be a duration from 0 (no cache) to %s", v, MaxUserCacheTTL)
+		} else {
+			c.UserCacheTTL = d
+		}
+	}
+	names := make([]string, len(ticket.Functions))
+	for i, f := range ticket.Functions {
+		names[i] = f.Name
+	}
+	if pol, err := idempotency.ParsePolicies(getenv(EnvKeyPolicy), names); err != nil {
+		bad(EnvKeyPolicy, "%v", err)
+	} else {
+		c.Policies = pol
+	}
+	if v := getenv(EnvLogLevel); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			bad(EnvLogLevel, "%q must be DEBUG, INFO, WARN or ERROR", v)
+		}
+	}
+	if v := getenv(EnvPublicURL); v != "" {
+		if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+			bad(EnvPublicURL, "%q must be an http(s) URL", v)
+		}
+		c.PublicURL = v
+	}
+	if v := getenv(EnvMetrics); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad(EnvMetrics, "%q must be true or false", v)
+		}
+		c.Metrics = b
+	}
+	if v := getenv(EnvMetricsNS); v != "" {
+		c.MetricsNamespace = v
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+func validTableName(s string) bool {
+	if len(s) < 3 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
