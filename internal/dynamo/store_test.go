@@ -12,8 +12,8 @@ import (
 
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/dynamotest"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
