@@ -32,6 +32,14 @@ type Store interface {
 	ReadTicket(ctx context.Context, externalID, ticketID string) (identity.User, *ticket.Ticket, error)
 }
 
+// Authenticator checks the X-Request-Nonce header of a call. *nonce.Verifier
+// implements it; Verify returns nil or one of the nonce package's errors.
+type Authenticator interface {
+	Verify(header string) error
+	// MaxCost is the highest BCrypt cost accepted, named in refusals.
+	MaxCost() int
+}
+
 // Recorder receives one observation per call, for metrics.
 type Recorder interface {
 	Observe(function, outcome string, status int, d time.Duration)
@@ -65,7 +73,7 @@ const ResponseReserve = 250 * time.Millisecond
 // Handler serves callbacks. Its fields are set once at start-up; it is safe
 // for concurrent use.
 type Handler struct {
-	Verifier  *nonce.Verifier
+	Verifier  Authenticator
 	Users     *identity.Directory
 	Store     Store
 	Functions []*schema.Function
@@ -79,7 +87,7 @@ type Handler struct {
 
 // NewHandler returns a Handler for oncecall's ticket functions with the
 // defaults filled in.
-func NewHandler(v *nonce.Verifier, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
+func NewHandler(v Authenticator, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
 	return &Handler{
 		Verifier: v, Users: users, Store: store, Functions: ticket.Functions,
 		Policies: idempotency.Policies{}, Retention: DefaultRetention, Logger: logger,
