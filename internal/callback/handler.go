@@ -24,8 +24,9 @@ type Store interface {
 	// Create claims rec and writes t atomically, after re-checking that the
 	// user may still call rec.Function in rec.Tenant. It returns (nil, nil)
 	// when it wrote both, the live record that holds the key when the key is
-	// taken, or identity.ErrRevoked, idempotency.ErrBusy or another error
-	// when it wrote nothing.
+	// taken, or an error matching identity.ErrRevoked (an *identity.Revoked
+	// when the store knows the user's record as it is now),
+	// idempotency.ErrBusy or another error when it wrote nothing.
 	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error)
 	// ReadTicket reads the user record and a ticket at one instant. The
 	// ticket is nil when absent; an absent user is identity.ErrUnknown.
@@ -242,7 +243,7 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 
 	switch fn.Name {
 	case ticket.CreateName:
-		return h.create(ctx, req, fn, user, e)
+		return h.create(ctx, req, fn, user, e, false)
 	case ticket.GetName:
 		return h.get(ctx, req, user, e)
 	}
@@ -309,7 +310,9 @@ func answerBody(stored []byte, deduplicated bool) ([]byte, error) {
 	return append(out, `"deduplicated":false}`...), nil
 }
 
-func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.Function, user identity.User, e *entry) protocol.Answer {
+// create serves create_ticket for user. retried is true on the one repeat
+// that a tenant change found inside the transaction allows.
+func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
 	rid, code, msg := requestID(req)
 	if code != "" {
 		return h.reject(e, code, msg)
@@ -338,10 +341,19 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	}
 
 	existing, err := h.Store.Create(ctx, rec, t)
+	var rv *identity.Revoked
 	switch {
+	case errors.As(err, &rv):
+		fresh, retry := h.revoked(rv, user, fn.Name)
+		if retry && !retried {
+			// Only the tenant changed: the key derived from the cached one
+			// is void, so derive it again from the record as it is now.
+			return h.create(ctx, req, fn, *fresh, e, true)
+		}
+		return h.denyRevoked(e, fresh, fn.Name)
 	case errors.Is(err, identity.ErrRevoked):
 		h.Users.Forget(user.ExternalID)
-		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+fn.Name+".")
+		return h.denyRevoked(e, nil, fn.Name)
 	case err != nil:
 		return h.fail(e, err)
 	case existing == nil:
@@ -372,6 +384,32 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	return protocol.Answer{Status: http.StatusOK, Body: body}
 }
 
+// revoked takes in what a failed user check inside a write returned: the
+// cache is refreshed with the record as it is now (or forgets the user when
+// the store did not return it). retry is true when the record still allows
+// fn and only the tenant differs from the cached one.
+func (h *Handler) revoked(rv *identity.Revoked, cached identity.User, fn string) (fresh *identity.User, retry bool) {
+	if rv.User == nil {
+		h.Users.Forget(cached.ExternalID)
+		return nil, false
+	}
+	h.Users.Remember(*rv.User)
+	return rv.User, rv.User.Allows(fn) && rv.User.Tenant != cached.Tenant
+}
+
+// denyRevoked answers a user whose authority was withdrawn after it was
+// cached, naming the condition that failed when the record is known.
+func (h *Handler) denyRevoked(e *entry, fresh *identity.User, fn string) protocol.Answer {
+	switch {
+	case fresh != nil && !fresh.Active:
+		return h.deny(e, http.StatusForbidden, "user_disabled", "This user is disabled.")
+	case fresh != nil && !fresh.Allows(fn):
+		return h.deny(e, http.StatusForbidden, "function_not_granted", "This user may not call "+fn+".")
+	default:
+		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+fn+".")
+	}
+}
+
 type found struct {
 	Status string      `json:"status"`
 	Ticket ticket.View `json:"ticket"`
@@ -386,11 +424,13 @@ func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identit
 		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
 	case err != nil:
 		return h.fail(e, err)
-	case !user.Allows(ticket.GetName):
-		h.Users.Forget(cached.ExternalID)
-		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+ticket.GetName+".")
 	}
+	// The record read with the ticket is the freshest there is: cache it,
+	// whatever it says.
 	h.Users.Remember(user)
+	if !user.Allows(ticket.GetName) {
+		return h.denyRevoked(e, &user, ticket.GetName)
+	}
 	// Another tenant's ticket is indistinguishable from a missing one.
 	if t == nil || t.Tenant != user.Tenant {
 		e.outcome, e.code = OutcomeNotFound, "ticket_not_found"

@@ -68,8 +68,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // checking that rec.UserID is still active, in rec.Tenant and granted
 // rec.Function. It returns (nil, nil) when both were written; the live
 // record that already holds the key when the claim failed; and otherwise
-// identity.ErrRevoked, idempotency.ErrBusy or another error, in which case
-// nothing was written.
+// an *identity.Revoked (errors.Is ErrRevoked), idempotency.ErrBusy or another
+// error, in which case nothing was written.
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error) {
 	now := s.Now()
 	in := &dynamodb.TransactWriteItemsInput{
@@ -88,6 +88,10 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 				ExpressionAttributeValues: map[string]types.AttributeValue{
 					":true": &types.AttributeValueMemberBOOL{Value: true}, ":tenant": strAV(rec.Tenant), ":function": strAV(rec.Function),
 				},
+				// The user as it is now comes back with a failed check, so
+				// the caller can say which condition failed and refresh its
+				// cache without another request.
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			}},
 			{Put: &types.Put{
 				TableName:                           &s.table,
@@ -115,7 +119,9 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 			reasons := tce.CancellationReasons
 			switch {
 			case failed(reasons, 0):
-				return nil, identity.ErrRevoked
+				// Checked before the claim: a revoked user learns nothing
+				// about an existing operation.
+				return nil, revoked(reasons[0].Item, rec.UserID)
 			case failed(reasons, 1):
 				existing, err := s.claimed(ctx, reasons[1].Item, rec.Key, now)
 				if err == nil && existing != nil && existing.TicketID == t.ID {
@@ -140,6 +146,19 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 			return nil, err
 		}
 	}
+}
+
+// revoked builds the error for a failed user check from the item DynamoDB
+// returned with it, if any.
+func revoked(item map[string]types.AttributeValue, userID string) error {
+	if len(item) == 0 {
+		return &identity.Revoked{}
+	}
+	u, err := decodeUser(item, userID)
+	if err != nil {
+		return &identity.Revoked{}
+	}
+	return &identity.Revoked{User: &u}
 }
 
 // claimed returns the live record holding key: the one DynamoDB returned with
