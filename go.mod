@@ -11,6 +11,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.12
 	github.com/aws/smithy-go v1.28.9
 	github.com/truora/minidyn v0.8.2
+	go.uber.org/goleak v1.3.0
 	golang.org/x/crypto v0.59.0
 )
 
