@@ -292,22 +292,38 @@ func requestID(req *protocol.Request) (string, string, string) {
 	return rid, "", ""
 }
 
-// answerBody is a stored result with "deduplicated" appended. The stored
-// result is a canonical JSON object, so the first answer and every replay
-// read the same apart from the flag.
+// answerBody is a stored result read back from the store with
+// "deduplicated" appended, after checking that it is a JSON object.
 func answerBody(stored []byte, deduplicated bool) ([]byte, error) {
 	if _, err := canonjson.Parse(stored, canonjson.Limits{}); err != nil || len(stored) < 2 || stored[0] != '{' || stored[len(stored)-1] != '}' {
 		return nil, errors.New("stored result is not a JSON object")
 	}
+	return withFlag(stored, deduplicated), nil
+}
+
+// createdResult is the stored result of a new ticket, built in canonical
+// form directly: its two members are written in RFC 8785 order.
+func createdResult(id string) []byte {
+	b := make([]byte, 0, 32+len(protocol.StatusCreated)+len(id))
+	b = append(b, `{"status":`...)
+	b = canonjson.AppendString(b, protocol.StatusCreated)
+	b = append(b, `,"ticket_id":`...)
+	b = canonjson.AppendString(b, id)
+	return append(b, '}')
+}
+
+// withFlag appends "deduplicated" to a stored result, a JSON object, so the
+// first answer and every replay read the same apart from the flag.
+func withFlag(stored []byte, deduplicated bool) []byte {
 	out := make([]byte, 0, len(stored)+24)
 	out = append(out, stored[:len(stored)-1]...)
 	if len(stored) > 2 {
 		out = append(out, ',')
 	}
 	if deduplicated {
-		return append(out, `"deduplicated":true}`...), nil
+		return append(out, `"deduplicated":true}`...)
 	}
-	return append(out, `"deduplicated":false}`...), nil
+	return append(out, `"deduplicated":false}`...)
 }
 
 // create serves create_ticket for user. retried is true on the one repeat
@@ -330,10 +346,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	t := ticket.FromArguments(req.Arguments)
 	t.ID, t.Tenant, t.UserID, t.CreatedAt = h.NewID(), user.Tenant, user.ExternalID, now
 	t.OperationKey, t.RequestID = key.ID, rid
-	stored, err := canonjson.Marshal(map[string]any{"status": protocol.StatusCreated, "ticket_id": t.ID})
-	if err != nil {
-		return h.fail(e, err)
-	}
+	stored := createdResult(t.ID)
 	rec := idempotency.Record{
 		Key: key.ID, UserID: user.ExternalID, Tenant: user.Tenant, Function: fn.Name,
 		State: idempotency.Completed, Fingerprint: key.Fingerprint, TicketID: t.ID,
@@ -357,12 +370,8 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	case err != nil:
 		return h.fail(e, err)
 	case existing == nil:
-		body, err := answerBody(stored, false)
-		if err != nil {
-			return h.fail(e, err)
-		}
 		e.outcome = OutcomeCreated
-		return protocol.Answer{Status: http.StatusOK, Body: body}
+		return protocol.Answer{Status: http.StatusOK, Body: withFlag(stored, false)}
 	}
 
 	switch idempotency.Replay(existing, user.ExternalID, key.Fingerprint) {
