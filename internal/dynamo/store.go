@@ -72,43 +72,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // error, in which case nothing was written.
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error) {
 	now := s.Now()
-	in := &dynamodb.TransactWriteItemsInput{
-		// The ticket id is unique per invocation, so a retry of this very
-		// request after a lost response is answered from DynamoDB's own
-		// 10-minute token window instead of being run again.
-		ClientRequestToken: aws.String(t.ID),
-		TransactItems: []types.TransactWriteItem{
-			{ConditionCheck: &types.ConditionCheck{
-				TableName:           &s.table,
-				Key:                 userKey(rec.UserID),
-				ConditionExpression: aws.String("#active = :true AND #tenant = :tenant AND contains(#functions, :function)"),
-				ExpressionAttributeNames: map[string]string{
-					"#active": attrActive, "#tenant": attrTenant, "#functions": attrFunctions,
-				},
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":true": &types.AttributeValueMemberBOOL{Value: true}, ":tenant": strAV(rec.Tenant), ":function": strAV(rec.Function),
-				},
-				// The user as it is now comes back with a failed check, so
-				// the caller can say which condition failed and refresh its
-				// cache without another request.
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
-			{Put: &types.Put{
-				TableName:                           &s.table,
-				Item:                                operationItem(rec),
-				ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #expires < :now"),
-				ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey, "#expires": TTLAttribute},
-				ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numAV(now.Unix())},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
-			{Put: &types.Put{
-				TableName:                &s.table,
-				Item:                     ticketItem(t),
-				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
-			}},
-		},
-	}
+	in := s.CreateInput(rec, t, now)
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
@@ -145,6 +109,50 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 		if err := s.backoff(ctx, attempt); err != nil {
 			return nil, err
 		}
+	}
+}
+
+// CreateInput is the one request Create sends: a ConditionCheck of the
+// user, the operation Put and the ticket Put, with now deciding whether an
+// existing claim has expired. Benchmarks send it with the bare SDK client to
+// measure the store's own floor.
+func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, now time.Time) *dynamodb.TransactWriteItemsInput {
+	return &dynamodb.TransactWriteItemsInput{
+		// The ticket id is unique per invocation, so a retry of this very
+		// request after a lost response is answered from DynamoDB's own
+		// 10-minute token window instead of being run again.
+		ClientRequestToken: aws.String(t.ID),
+		TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: &types.ConditionCheck{
+				TableName:           &s.table,
+				Key:                 userKey(rec.UserID),
+				ConditionExpression: aws.String("#active = :true AND #tenant = :tenant AND contains(#functions, :function)"),
+				ExpressionAttributeNames: map[string]string{
+					"#active": attrActive, "#tenant": attrTenant, "#functions": attrFunctions,
+				},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":true": &types.AttributeValueMemberBOOL{Value: true}, ":tenant": strAV(rec.Tenant), ":function": strAV(rec.Function),
+				},
+				// The user as it is now comes back with a failed check, so
+				// the caller can say which condition failed and refresh its
+				// cache without another request.
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName:                           &s.table,
+				Item:                                operationItem(rec),
+				ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #expires < :now"),
+				ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey, "#expires": TTLAttribute},
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numAV(now.Unix())},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName:                &s.table,
+				Item:                     ticketItem(t),
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+			}},
+		},
 	}
 }
 
