@@ -3,7 +3,6 @@ package ticket
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"regexp"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/schema"
@@ -29,7 +28,7 @@ const (
 	MaxTag         = 32
 )
 
-var idPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+var idPattern = schema.NewPattern(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // Create is the create_ticket function.
 var Create = &schema.Function{
