@@ -29,3 +29,13 @@ vet:
 
 clean:
 	rm -rf bin .aws-sam
+
+# ---- benchmarks (issue 5) ---------------------------------------------------
+.PHONY: bench
+
+## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the
+## Powertools peer, all bounded and on loopback; writes BENCHMARKS.md (about 5 minutes)
+bench:
+	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer comparison will report it"
+	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"
