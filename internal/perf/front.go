@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Front sits before the embedded store's handler. It counts every request
@@ -21,6 +22,7 @@ type Front struct {
 
 	mu     sync.Mutex
 	counts map[Op]int64
+	busy   map[Op]time.Duration
 }
 
 // Op is one kind of store request: an operation on a table.
@@ -30,7 +32,7 @@ type Op struct {
 
 // NewFront returns a Front before next.
 func NewFront(next http.Handler) *Front {
-	return &Front{next: next, counts: map[Op]int64{}}
+	return &Front{next: next, counts: map[Op]int64{}, busy: map[Op]time.Duration{}}
 }
 
 // Counts returns a copy of the counts so far.
@@ -40,6 +42,18 @@ func (f *Front) Counts() Counts {
 	out := make(Counts, len(f.counts))
 	for k, v := range f.counts {
 		out[k] = v
+	}
+	return out
+}
+
+// Busy returns how long the store spent serving requests, per table, in
+// all since it started.
+func (f *Front) Busy() map[string]time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]time.Duration{}
+	for k, v := range f.busy {
+		out[k.Table] += v
 	}
 	return out
 }
@@ -93,13 +107,15 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	target := r.Header.Get("X-Amz-Target")
 	op := Op{Table: tableOf(body), Name: target[strings.LastIndexByte(target, '.')+1:]}
-	f.mu.Lock()
-	f.counts[op]++
-	f.mu.Unlock()
-
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	rec := httptest.NewRecorder()
+	start := time.Now()
 	f.next.ServeHTTP(rec, r)
+	took := time.Since(start)
+	f.mu.Lock()
+	f.counts[op]++
+	f.busy[op] += took
+	f.mu.Unlock()
 	out := rec.Body.Bytes()
 	if rec.Code == http.StatusBadRequest {
 		out = f.fillOldItems(op.Name, body, out)

@@ -115,6 +115,18 @@ func (ds Durations) Quantile(q float64) time.Duration {
 	return s[max(0, min(i, len(s)-1))]
 }
 
+// Mean is the arithmetic mean.
+func (ds Durations) Mean() time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
 // P50 is the median.
 func (ds Durations) P50() time.Duration { return ds.Quantile(0.5) }
 
