@@ -22,6 +22,9 @@ import (
 // PeerTable is the table the Powertools peer uses, beside oncecall's.
 const PeerTable = "peer-powertools"
 
+// replayed is how many operations the replay phase cycles through.
+const replayed = 20
+
 // side is one system under the same load.
 type side struct {
 	name, url, table string
@@ -157,8 +160,28 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 			}
 		}
 	}
+	prune := func() error {
+		for _, s := range sides {
+			if err := st.Prune(ctx, s.table); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// Single client, alternating which side goes first.
 	phase := func(kind string, body func(i int) []byte, into func(*side) *Durations, ops func(*side) *map[string]int64) error {
+		if err := prune(); err != nil {
+			return err
+		}
+		if kind == "deduplicated" {
+			for j := range replayed {
+				for _, s := range sides {
+					if _, err := client.Expect(s.url, body(j), "created"); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		before := st.Front.Counts()
 		busy := st.Front.Busy()
 		defer func() {
@@ -170,6 +193,12 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 			}
 		}()
 		for i := range o.PeerSamples {
+			if kind == "created" && i > 0 && i%50 == 0 {
+				// Between samples: keep the tables small (see Store.Prune).
+				if err := prune(); err != nil {
+					return err
+				}
+			}
 			order := sides
 			if i%2 == 1 {
 				order = []*side{sides[1], sides[0]}
@@ -192,13 +221,14 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 		func(s *side) *Durations { return &s.created }, func(s *side) *map[string]int64 { return &s.createdOps }); err != nil {
 		return r, err
 	}
-	if err := phase("deduplicated", func(i int) []byte { return CreateBody("user-a", "peer-c-"+strconv.Itoa(i)) },
+	if err := phase("deduplicated", func(i int) []byte { return CreateBody("user-a", "peer-r-"+strconv.Itoa(i%replayed)) },
 		func(s *side) *Durations { return &s.replays }, func(s *side) *map[string]int64 { return &s.replayOps }); err != nil {
 		return r, err
 	}
 
-	// Concurrent clients: each side gets 4 windows, taking turns.
-	const rounds = 4
+	// Concurrent clients: each side gets short windows, taking turns, with
+	// the tables pruned before each.
+	const rounds = 10
 	window := o.Duration / rounds
 	for round := range rounds {
 		order := sides
@@ -206,6 +236,9 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 			order = []*side{sides[1], sides[0]}
 		}
 		for _, s := range order {
+			if err := prune(); err != nil {
+				return r, err
+			}
 			var wg sync.WaitGroup
 			var firstErr error
 			var once sync.Once
@@ -244,7 +277,7 @@ func peerPart(ctx context.Context, o Options, w *strings.Builder) error {
 		return err
 	}
 	oc, pt := r.Oncecall, r.Powertools
-	fmt.Fprintf(w, "The same create_ticket semantics on `@aws-lambda-powertools/idempotency` 2.35.0 with its `DynamoDBPersistenceLayer` (AWS SDK v3 `@aws-sdk/client-dynamodb` 3.1162.0 with an endpoint override) in `bench/peers/server.mjs`, served by Node %s over loopback HTTP, against the same embedded store as oncecall (separate tables, one server). Both get the same AIVAX callbacks from the same client, alternating, and first answer the same nine checks alike (created, deduplicated, request_id_conflict, another tenant's own operation, disabled user, function not granted, unknown user, invalid arguments, missing request_id); nonce verification is left out of both (oncecall's handler is given an Authenticator that accepts every call). Store requests are counted at the store side by a counting front before the store, per table, for both alike; the front returns the old item with a failed condition, as DynamoDB does, for both. Single-client: %d created calls and %d replays per side; throughput: %d clients, %s per side in 4 windows taking turns.\n\n",
+	fmt.Fprintf(w, "The same create_ticket semantics on `@aws-lambda-powertools/idempotency` 2.35.0 with its `DynamoDBPersistenceLayer` (AWS SDK v3 `@aws-sdk/client-dynamodb` 3.1162.0 with an endpoint override) in `bench/peers/server.mjs`, served by Node %s over loopback HTTP, against the same embedded store as oncecall (separate tables, one server). Both get the same AIVAX callbacks from the same client, alternating, and first answer the same nine checks alike (created, deduplicated, request_id_conflict, another tenant's own operation, disabled user, function not granted, unknown user, invalid arguments, missing request_id); nonce verification is left out of both (oncecall's handler is given an Authenticator that accepts every call). Store requests are counted at the store side by a counting front before the store, per table, for both alike; the front returns the old item with a failed condition, as DynamoDB does, for both. Single-client: %d created calls and %d replays per side; throughput: %d clients, %s per side in 10 windows taking turns.\n\n",
 		nodeVersion(), len(oc.created), len(oc.replays), r.Clients, o.Duration)
 	w.WriteString("| | Store requests per created call | Store requests per replay | Created p50 | Created p99 | Replay p50 | Replay p99 | Created calls/s (concurrent) | Guarantees |\n|---|---|---|---:|---:|---:|---:|---:|---|\n")
 	fmt.Fprintf(w, "| oncecall | %s | %s | %s | %s | %s | %s | %s | Claim, user re-check and ticket in one TransactWriteItems: the effect and the idempotency record commit together or not at all; a revoked user cannot write. |\n",
@@ -259,9 +292,9 @@ func peerPart(ctx context.Context, o Options, w *strings.Builder) error {
 		ratio(oc.rate(), pt.rate()))
 	perCall := func(s *side) time.Duration { return s.storeBusy / time.Duration(max(1, len(s.created))) }
 	outside := func(s *side) time.Duration { return s.created.Mean() - perCall(s) }
-	fmt.Fprintf(w, "Time the store itself spent per single-client created call (measured around its handler, at the store side): oncecall %s, Powertools %s; mean latency outside the store, which is each side's own machinery (HTTP, handler, SDK, idempotency logic): oncecall %s, Powertools %s (ratio %s). The embedded store (minidyn) serializes every request and copies the whole table for each transaction's rollback snapshot, so its transactions slow down as a table grows; DynamoDB has no such cost. That weighs on oncecall's one transaction, not on Powertools' single-item writes, chiefly in the concurrent column, where the store is the bottleneck of both.\n\n",
-		ms(perCall(oc)), ms(perCall(pt)), ms(outside(oc)), ms(outside(pt)), ratio(float64(outside(oc)), float64(outside(pt))))
-	w.WriteString("Latency ratios below 1 and a calls/s ratio above 1 favour oncecall. Node runs JavaScript on one thread, oncecall's handler on both cores; under Lambda each container serves one call at a time, where the single-client columns are the ones that matter. Powertools' `useLocalCache` (off by default, and off here) would answer some replays from the container's memory without a store request.\n\n")
+	fmt.Fprintf(w, "Time the store itself spent per single-client created call (measured around its handler, at the store side): oncecall %s, Powertools %s; mean latency outside the store, which is each side's own machinery (HTTP, handler, SDK, idempotency logic): oncecall %s, Powertools %s (ratio %s). The embedded store (minidyn) serializes every request and copies the whole table for each transaction's rollback snapshot, so its transactions slow down as a table grows, which DynamoDB's do not; that would weigh on oncecall's one transaction and not on Powertools' single-item writes. So both tables are pruned back to their user records between samples (every 50 created calls, before each phase and each throughput window; never during a timed call), and the replays cycle over %d operations of each side.\n\n",
+		ms(perCall(oc)), ms(perCall(pt)), ms(outside(oc)), ms(outside(pt)), ratio(float64(outside(oc)), float64(outside(pt))), replayed)
+	w.WriteString("Latency ratios below 1 and a calls/s ratio above 1 favour oncecall. Node runs JavaScript on one thread, oncecall's handler on both cores; in the concurrent windows the client, both servers and the store (which serves one request at a time) share the same two cores, which on AWS they would not. Under Lambda each container serves one call at a time, where the single-client columns are the ones that matter. Powertools' `useLocalCache` (off by default, and off here) would answer some replays from the container's memory without a store request.\n\n")
 	target(w, "store requests per created call, oncecall (Powertools)", fmt.Sprintf("%s (%s)", ftoa(float64(Total(oc.createdOps))/float64(len(oc.created)), 2), ftoa(float64(Total(pt.createdOps))/float64(len(pt.created)), 2)), "1 (warm)", Total(oc.createdOps) == int64(len(oc.created)))
 	target(w, "store requests per replay, oncecall (Powertools)", fmt.Sprintf("%s (%s)", ftoa(float64(Total(oc.replayOps))/float64(len(oc.replays)), 2), ftoa(float64(Total(pt.replayOps))/float64(len(pt.replays)), 2)), "1 (warm)", Total(oc.replayOps) == int64(len(oc.replays)))
 	return nil
