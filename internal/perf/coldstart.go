@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,12 @@ type ColdStartResult struct {
 type initTrace struct {
 	total time.Duration
 	ours  []string // init lines of oncecall's own packages
+	top   []pkgInit
+}
+
+type pkgInit struct {
+	pkg   string
+	clock time.Duration
 }
 
 // inits returns the init durations of starts.
@@ -274,7 +281,9 @@ func traceInit(ctx context.Context, bootstrap string, env []string) (initTrace, 
 		}
 		found = true
 		f, _ := strconv.ParseFloat(m[2], 64)
-		t.total += time.Duration(f * float64(time.Millisecond))
+		d := time.Duration(f * float64(time.Millisecond))
+		t.total += d
+		t.top = append(t.top, pkgInit{m[1], d})
 		if strings.HasPrefix(m[1], "github.com/oncecall/") {
 			t.ours = append(t.ours, fmt.Sprintf("`%s` %s ms, %s bytes, %s allocs", m[1], m[2], m[3], m[4]))
 		}
@@ -282,6 +291,8 @@ func traceInit(ctx context.Context, bootstrap string, env []string) (initTrace, 
 	if !found {
 		return t, fmt.Errorf("no inittrace output from %s: %s", bootstrap, out)
 	}
+	sort.Slice(t.top, func(i, j int) bool { return t.top[i].clock > t.top[j].clock })
+	t.top = t.top[:min(5, len(t.top))]
 	return t, nil
 }
 
@@ -309,6 +320,22 @@ func coldStartPart(ctx context.Context, o Options, w *strings.Builder) error {
 		w.WriteString("\n")
 	} else {
 		w.WriteString("None of oncecall's own packages does package-level initialization work: GODEBUG=inittrace=1 lists none of them, and the package-init total is the Go runtime, the standard library and the AWS SDK.\n\n")
+	}
+	w.WriteString("The largest package initializations of oncecall's bootstrap in that trace: ")
+	for i, p := range r.OncecallInit.top {
+		if i > 0 {
+			w.WriteString(", ")
+		}
+		fmt.Fprintf(w, "`%s` %s", p.pkg, ms(p.clock))
+	}
+	sdk := true
+	for _, p := range r.OncecallInit.top {
+		sdk = sdk && strings.HasPrefix(p.pkg, "github.com/aws/")
+	}
+	if sdk {
+		w.WriteString(": all the AWS SDK's, which the clients oncecall needs bring with them.\n\n")
+	} else {
+		w.WriteString(".\n\n")
 	}
 	target(w, "cold-start init p50, oncecall ÷ hello world", ftoa(r.Ratio(), 3), "≤ 2", r.Ratio() <= 2)
 	return nil

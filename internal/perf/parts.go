@@ -169,8 +169,8 @@ func heapPart(ctx context.Context, o Options, w *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "One process serves the local HTTP path (real wiring; the real nonce check, at BCrypt cost 4 to keep the run short) and drives it with 2 clients; the store runs in a child process (`oncecall-bench store`) so its in-memory items are not counted. %d users in 10 tenants, in blocks of ten calls per user (3 created, 4 replays, 3 get_ticket); the mix was %v. When a user creates an operation its previous one is deleted from the store, as TTL expiry would, because the embedded store copies a whole table on every transaction. Readings of `runtime.MemStats.HeapInuse` and `runtime.NumGoroutine` after two forced GCs, with the clients' idle connections closed; the user cache is bounded by `identity.MaxCached`.\n\n",
-		r.Users, r.Kinds)
+	fmt.Fprintf(w, "One process serves the local HTTP path (real wiring; the real nonce check, at BCrypt cost 4 to keep the run short) and drives it with 2 clients; the store runs in a child process (`oncecall-bench store`) so its in-memory items are not counted. %d users in 10 tenants, in blocks of ten calls per user (3 created, 4 replays, 3 get_ticket): %d created, %d deduplicated, %d found. When a user creates an operation its previous one is deleted from the store, as TTL expiry would, because the embedded store copies a whole table on every transaction. Readings of `runtime.MemStats.HeapInuse` and `runtime.NumGoroutine` after two forced GCs, with the clients' idle connections closed; the user cache is bounded by `identity.MaxCached`.\n\n",
+		r.Users, r.Kinds["created"], r.Kinds["deduplicated"], r.Kinds["found"])
 	w.WriteString("| After calls | Heap in use | Goroutines | Cached users |\n|---:|---:|---:|---:|\n")
 	fmt.Fprintf(w, "| %d | %s | %d | %d |\n| %d | %s | %d | %d |\n\n", r.Calls1, mib(r.HeapInuse1), r.Goroutines1, r.Cached1, r.Calls2, mib(r.HeapInuse2), r.Goroutines2, r.Cached2)
 	target(w, fmt.Sprintf("heap in use after %d calls ÷ after %d", r.Calls2, r.Calls1), ftoa(r.Ratio(), 3), "≤ 1.5", r.Ratio() <= 1.5)
