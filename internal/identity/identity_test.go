@@ -1,0 +1,111 @@
+package identity_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/dynamotest"
+	"github.com/oncecall/oncecall/internal/identity"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newStore(t *testing.T) (*dynamo.Store, *dynamotest.Env) {
+	env := dynamotest.New(t)
+	s := dynamo.New(env.Client, env.Table)
+	if err := s.PutUser(context.Background(), identity.User{ExternalID: "u1", Tenant: "t1", Active: true, Functions: []string{"f"}}); err != nil {
+		t.Fatal(err)
+	}
+	env.Requests.Reset()
+	return s, env
+}
+
+func TestDirectoryCachesForTTL(t *testing.T) {
+	s, env := newStore(t)
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	d := identity.NewDirectory(s, 30*time.Second, c.Now)
+	for range 3 {
+		u, err := d.Lookup(context.Background(), "u1")
+		if err != nil || u.Tenant != "t1" || !u.Allows("f") || u.Allows("g") {
+			t.Fatalf("Lookup = %+v, %v", u, err)
+		}
+	}
+	if n := env.Requests.Load(); n != 1 {
+		t.Fatalf("3 lookups took %d store requests, want 1", n)
+	}
+	c.add(30 * time.Second)
+	if _, err := d.Lookup(context.Background(), "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := env.Requests.Load(); n != 2 {
+		t.Fatalf("an expired entry was not reloaded (%d requests)", n)
+	}
+	d.Forget("u1")
+	if _, err := d.Lookup(context.Background(), "u1"); err != nil || env.Requests.Load() != 3 {
+		t.Fatalf("Forget did not force a reload: %v, %d", err, env.Requests.Load())
+	}
+}
+
+func TestDirectoryDoesNotCacheUnknownUsers(t *testing.T) {
+	s, _ := newStore(t)
+	d := identity.NewDirectory(s, time.Minute, nil)
+	if _, err := d.Lookup(context.Background(), "nobody"); !errors.Is(err, identity.ErrUnknown) {
+		t.Fatalf("Lookup(nobody) = %v", err)
+	}
+	if err := s.PutUser(context.Background(), identity.User{ExternalID: "nobody", Tenant: "t1", Active: true, Functions: []string{"f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Lookup(context.Background(), "nobody"); err != nil {
+		t.Fatalf("a new user stayed unknown: %v", err)
+	}
+}
+
+func TestDirectoryWithoutCache(t *testing.T) {
+	s, env := newStore(t)
+	d := identity.NewDirectory(s, 0, nil)
+	for range 2 {
+		if _, err := d.Lookup(context.Background(), "u1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := env.Requests.Load(); n != 2 || d.Len() != 0 {
+		t.Fatalf("TTL 0 cached: %d requests, %d entries", n, d.Len())
+	}
+}
+
+func TestDirectoryIsBounded(t *testing.T) {
+	s, _ := newStore(t)
+	d := identity.NewDirectory(s, time.Hour, nil)
+	for i := range identity.MaxCached + 50 {
+		d.Remember(identity.User{ExternalID: fmt.Sprint("u", i), Tenant: "t"})
+	}
+	if n := d.Len(); n > identity.MaxCached {
+		t.Fatalf("%d entries cached, bound is %d", n, identity.MaxCached)
+	}
+}
+
+func TestAllows(t *testing.T) {
+	u := identity.User{Active: true, Functions: []string{"a"}}
+	if !u.Allows("a") || u.Allows("b") {
+		t.Fatal("grant check wrong")
+	}
+	u.Active = false
+	if u.Allows("a") {
+		t.Fatal("a disabled user is allowed")
+	}
+}
