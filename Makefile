@@ -27,5 +27,9 @@ build:
 vet:
 	$(GO) vet ./...
 
+## lint: golangci-lint with the committed .golangci.yml (fetched by the go command)
+lint:
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+
 clean:
 	rm -rf bin .aws-sam

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -383,5 +384,57 @@ func TestUsers(t *testing.T) {
 	}
 	if u, _ := f.store.LoadUser(context.Background(), "user-a"); u.Tenant != "tenant-a" {
 		t.Fatal("AddUser replaced an existing user")
+	}
+}
+
+// TestStoreErrorsAreSafeToLog checks that a store failure's text names the
+// operation and code but not the message DynamoDB sent, which can quote
+// request values.
+func TestStoreErrorsAreSafeToLog(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+		proxy = dynamotest.NewProxy(t, env.Endpoint)
+		return dynamotest.NewClient(t, proxy.URL, env.Requests)
+	})
+	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ValidationException"})
+	rec, tk := f.claim("k1")
+	_, err := f.store.Create(context.Background(), rec, tk)
+	var se *dynamo.Error
+	if !errors.As(err, &se) || se.Code != "ValidationException" || se.Op != "TransactWriteItems" {
+		t.Fatalf("Create = %v (%T)", err, err)
+	}
+	if strings.Contains(err.Error(), "injected") {
+		t.Fatalf("error text %q carries the store's message", err)
+	}
+}
+
+// TestUnavailableStoreIsAnErrorNotBusy: server faults and failed connections
+// are retried within the budget, then reported as failures (500), not as
+// busy.
+func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+		proxy = dynamotest.NewProxy(t, env.Endpoint)
+		return dynamotest.NewClient(t, proxy.URL, env.Requests)
+	})
+	faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
+	for i := range faults {
+		faults[i] = dynamotest.Fault{Error: "InternalServerError", Status: 500}
+	}
+	proxy.Inject("TransactWriteItems", faults...)
+	rec, tk := f.claim("k1")
+	_, err := f.store.Create(context.Background(), rec, tk)
+	if err == nil || errors.Is(err, idempotency.ErrBusy) {
+		t.Fatalf("Create = %v, want a failure that is not busy", err)
+	}
+	if got := proxy.Seen("TransactWriteItems"); got != dynamo.MaxAttempts {
+		t.Errorf("%d attempts, want %d", got, dynamo.MaxAttempts)
+	}
+
+	// Nothing listens: connection refused on every attempt.
+	down := dynamo.New(dynamotest.NewClient(t, "http://127.0.0.1:1", nil), f.env.Table)
+	down.Sleep = f.store.Sleep
+	if _, err := down.Create(context.Background(), rec, tk); err == nil || errors.Is(err, idempotency.ErrBusy) {
+		t.Fatalf("unreachable store: %v", err)
 	}
 }
