@@ -36,21 +36,20 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
 	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the embedded DynamoDB-compatible store (unused when DYNAMODB_ENDPOINT is set)")
 	flag.Parse()
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(*addr, *dbAddr, logger); err != nil {
+	if err := run(*addr, *dbAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "oncecall:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, dbAddr string, logger *slog.Logger) error {
+func run(addr, dbAddr string) error {
 	base := config.Defaults
 	base.HookKey = localdb.DemoHookKey
 	cfg, err := config.Load(os.Getenv, base)
 	if err != nil {
 		return err
 	}
-	logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -59,7 +58,7 @@ func run(addr, dbAddr string, logger *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("embedded store on %s: %w (set DYNAMODB_ENDPOINT to use another store)", dbAddr, err)
 		}
-		defer db.Close()
+		defer func() { _ = db.Close() }()
 		cfg.Endpoint = db.URL
 		logger.Info("embedded DynamoDB-compatible store (in memory)", "endpoint", db.URL)
 	}

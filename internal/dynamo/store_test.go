@@ -146,7 +146,11 @@ func TestReplayRoundTrips(t *testing.T) {
 			if !parity && !dynamotest.External() {
 				want = 2
 			}
-			if got := f.env.Requests.Load(); got != want && !(dynamotest.External() && !parity && got <= 2) {
+			got := f.env.Requests.Load()
+			if dynamotest.External() && !parity && got <= 2 {
+				return // another store may or may not return the old item
+			}
+			if got != want {
 				t.Errorf("replay took %d requests, want %d", got, want)
 			}
 		})

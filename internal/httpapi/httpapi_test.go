@@ -74,7 +74,7 @@ func TestRoutes(t *testing.T) {
 			t.Errorf("%s %s: Content-Type %q", c.method, c.path, ct)
 		}
 	}
-	if res, _ := send(t, http.MethodGet, srv.URL+"/functions", "", nil); res.StatusCode != 401 {
+	if res, _ := send(t, http.MethodGet, srv.URL+"/functions", "", nil); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("listing without a nonce = %d", res.StatusCode)
 	}
 }
@@ -93,7 +93,7 @@ func TestOversizedBodyIsNotReadWhole(t *testing.T) {
 	srv, n := server(t, "")
 	huge := strings.NewReader(strings.Repeat("x", 8*protocol.MaxBodyBytes))
 	res, body := send(t, http.MethodPost, srv.URL+"/callback", n, huge)
-	if res.StatusCode != 200 || !strings.Contains(body, `"code":"too_large"`) || !strings.Contains(body, "131073 bytes") {
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `"code":"too_large"`) || !strings.Contains(body, "131073 bytes") {
 		t.Fatalf("oversized body: %d %s", res.StatusCode, body)
 	}
 }

@@ -185,13 +185,13 @@ func object(m map[string]any, name string) (map[string]any, *Problem) {
 }
 
 // optString returns m[name] as a string; absent or null is "".
-func optString(m map[string]any, name, path string, max int) (string, *Problem) {
+func optString(m map[string]any, name, path string, limit int) (string, *Problem) {
 	switch v := m[name].(type) {
 	case nil:
 		return "", nil
 	case string:
-		if len(v) > max {
-			return "", envelope("%s is longer than %d bytes", path, max)
+		if len(v) > limit {
+			return "", envelope("%s is longer than %d bytes", path, limit)
 		}
 		return v, nil
 	default:
@@ -230,11 +230,11 @@ func Kind(v any) string {
 
 // Clip shortens a caller-supplied string before it is echoed in a message.
 func Clip(s string) string {
-	const max = 64
-	if len(s) <= max {
+	const limit = 64
+	if len(s) <= limit {
 		return s
 	}
-	cut := max
+	cut := limit
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
