@@ -46,6 +46,17 @@ func newFixture(t *testing.T, api func(*dynamotest.Env) dynamo.API) *fixture {
 	return f
 }
 
+// newProxied is newFixture with the store client behind a fault proxy.
+func newProxied(t *testing.T) (*fixture, *dynamotest.Proxy) {
+	t.Helper()
+	var proxy *dynamotest.Proxy
+	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+		proxy = dynamotest.NewProxy(t, env.Endpoint)
+		return dynamotest.NewClient(t, proxy.URL, env.Requests)
+	})
+	return f, proxy
+}
+
 // claim builds the record and ticket of one create_ticket call.
 func (f *fixture) claim(key string) (idempotency.Record, ticket.Ticket) {
 	id := ticket.NewID()
@@ -276,11 +287,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 	for name, fault := range map[string]dynamotest.Fault{"conflict": conflict, "throttling": throttle,
 		"capacity": {Error: "ProvisionedThroughputExceededException"}} {
 		t.Run(name, func(t *testing.T) {
-			var proxy *dynamotest.Proxy
-			f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-				proxy = dynamotest.NewProxy(t, env.Endpoint)
-				return dynamotest.NewClient(t, proxy.URL, env.Requests)
-			})
+			f, proxy := newProxied(t)
 			faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
 			for i := range faults {
 				faults[i] = fault
@@ -310,11 +317,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 }
 
 func TestStoreHangEndsAtTheDeadline(t *testing.T) {
-	var proxy *dynamotest.Proxy
-	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-		proxy = dynamotest.NewProxy(t, env.Endpoint)
-		return dynamotest.NewClient(t, proxy.URL, env.Requests)
-	})
+	f, proxy := newProxied(t)
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{Hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -330,11 +333,7 @@ func TestStoreHangEndsAtTheDeadline(t *testing.T) {
 }
 
 func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
-	var proxy *dynamotest.Proxy
-	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-		proxy = dynamotest.NewProxy(t, env.Endpoint)
-		return dynamotest.NewClient(t, proxy.URL, env.Requests)
-	})
+	f, proxy := newProxied(t)
 	// The first attempt commits but its answer is lost; the store's own
 	// retry then finds the claim it made.
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{AfterCommit: true})
@@ -395,11 +394,7 @@ func TestUsers(t *testing.T) {
 // operation and code but not the message DynamoDB sent, which can quote
 // request values.
 func TestStoreErrorsAreSafeToLog(t *testing.T) {
-	var proxy *dynamotest.Proxy
-	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-		proxy = dynamotest.NewProxy(t, env.Endpoint)
-		return dynamotest.NewClient(t, proxy.URL, env.Requests)
-	})
+	f, proxy := newProxied(t)
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ValidationException"})
 	rec, tk := f.claim("k1")
 	_, err := f.store.Create(context.Background(), rec, tk)
@@ -416,11 +411,7 @@ func TestStoreErrorsAreSafeToLog(t *testing.T) {
 // are retried within the budget, then reported as failures (500), not as
 // busy.
 func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
-	var proxy *dynamotest.Proxy
-	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-		proxy = dynamotest.NewProxy(t, env.Endpoint)
-		return dynamotest.NewClient(t, proxy.URL, env.Requests)
-	})
+	f, proxy := newProxied(t)
 	faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
 	for i := range faults {
 		faults[i] = dynamotest.Fault{Error: "InternalServerError", Status: 500}
