@@ -29,3 +29,25 @@ vet:
 
 clean:
 	rm -rf bin .aws-sam
+
+# --- Evidence under fuzzing and load (issue 4) --------------------------------
+# `make test` runs every fuzz target over its committed seed corpus
+# (testdata/fuzz); `make fuzz` explores further, one target after another,
+# each for FUZZTIME. `make stress` runs the mixed concurrency run against a
+# local server on loopback with real cost-9 nonces and stops by itself.
+
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./internal/protocol:FuzzDecode \
+	./internal/canonjson:FuzzCanonical \
+	./internal/canonjson:FuzzKeyOrder \
+	./internal/nonce:FuzzNonce
+
+.PHONY: fuzz
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
