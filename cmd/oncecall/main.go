@@ -68,6 +68,13 @@ func run(addr, dbAddr string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Runs before the embedded store closes: a connection the store client
+	// dialled but never used would hold that graceful shutdown for seconds.
+	defer func() {
+		if c, ok := awsCfg.HTTPClient.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}()
 	store := app.Store(awsCfg, cfg)
 	setup, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
