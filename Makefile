@@ -51,3 +51,13 @@ fuzz:
 		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+STRESS_CALLS ?= 1200
+STRESS_OPS ?= 120
+STRESS_CONCURRENCY ?= 16
+.PHONY: stress
+## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against a local server, real cost-9 nonces
+stress:
+	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
+	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
+		-concurrency $(STRESS_CONCURRENCY) -cost 9 -timeout 5m

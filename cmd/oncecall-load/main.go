@@ -120,7 +120,7 @@ func stress(args []string) error {
 	if *url == "" || *db == "" {
 		return errors.New("give -server, or -url and -db")
 	}
-	fmt.Printf("server:          %s (store %s, table %s)\n", *url, *db, *table)
+	fmt.Printf("server: %s (store %s, table %s)\n", *url, *db, *table)
 
 	start := time.Now()
 	nonces := make([]string, *pool)
@@ -130,7 +130,7 @@ func stress(args []string) error {
 			return err
 		}
 	}
-	fmt.Printf("nonces:          %d at cost %d, made in %v\n", *pool, *cost, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("nonces: %d at cost %d, made in %v\n", *pool, *cost, time.Since(start).Round(time.Millisecond))
 
 	prefix := "stress-" + randomHex(4)
 	plan, err := loadtest.Mixed(loadtest.Plan{Calls: *calls, Ops: *ops, Prefix: prefix, Seed: uint64(time.Now().UnixNano())})
@@ -151,7 +151,7 @@ func stress(args []string) error {
 		return err
 	}
 	report := loadtest.Tally(plan, results, stored)
-	fmt.Printf("elapsed:         %v (%d concurrent, %.0f calls/s)\n", elapsed.Round(time.Millisecond), *concurrency, float64(len(plan))/elapsed.Seconds())
+	fmt.Printf("elapsed: %v (%d concurrent, %.0f calls/s)\n", elapsed.Round(time.Millisecond), *concurrency, float64(len(plan))/elapsed.Seconds())
 	fmt.Print(report)
 	if err := report.Check(); err != nil {
 		return fmt.Errorf("the run broke a guarantee:\n%w", err)

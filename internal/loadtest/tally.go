@@ -84,7 +84,8 @@ type Report struct {
 	Lost int
 	// Unacknowledged counts stored tickets that no answer named.
 	Unacknowledged int
-	// Split counts operations whose answers named more than one ticket.
+	// Split counts operations whose answers named more than one ticket,
+	// and calls that should create nothing but named a ticket.
 	Split int
 	// Recreated counts operations with more than one created answer.
 	Recreated int
@@ -193,24 +194,20 @@ func (r Report) Check() error {
 	return errors.Join(errs...)
 }
 
-// String prints the report as make stress shows it.
+// String prints the report as make stress shows it, one "name: value" a line.
 func (r Report) String() string {
-	return fmt.Sprintf(`requests:        %d
-created:         %d
-deduplicated:    %d
-rejected:        %d
-found:           %d
-not_found:       %d
-in_progress:     %d
-busy:            %d
-refused:         %d
-errors:          %d
-operations:      %d
-tickets stored:  %d
-lost:            %d
-unacknowledged:  %d
-split:           %d
-duplicated:      %d
-`, r.Requests, r.Created, r.Deduplicated, r.Rejected, r.Found, r.NotFound, r.InProgress, r.Busy, r.Refused, r.Errors,
-		r.Operations, r.Tickets, r.Lost, r.Unacknowledged, r.Split, r.Duplicated)
+	var b strings.Builder
+	for _, f := range []struct {
+		name string
+		n    int
+	}{
+		{"requests", r.Requests}, {"created", r.Created}, {"deduplicated", r.Deduplicated}, {"rejected", r.Rejected},
+		{"found", r.Found}, {"not_found", r.NotFound}, {"in_progress", r.InProgress}, {"busy", r.Busy},
+		{"refused", r.Refused}, {"errors", r.Errors}, {"operations", r.Operations}, {"tickets stored", r.Tickets},
+		{"lost", r.Lost}, {"unacknowledged", r.Unacknowledged}, {"split", r.Split}, {"recreated", r.Recreated},
+		{"duplicated", r.Duplicated},
+	} {
+		fmt.Fprintf(&b, "%s: %d\n", f.name, f.n)
+	}
+	return b.String()
 }
