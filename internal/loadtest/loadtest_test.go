@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -265,18 +266,29 @@ func TestRestartReusesStoredResult(t *testing.T) {
 // TestOversizedHeaderOnTheServer sends a one-megabyte nonce to the real
 // server: net/http refuses it (431) before the handler, under the server's
 // 16 KiB header limit (net/http allows 4 KiB above it), and nothing is
-// written.
+// written. The request is written on a raw connection while the answer is
+// read, because the server answers and closes long before a megabyte of
+// header has been sent, and an HTTP client that writes first would see the
+// closed connection instead of the answer.
 func TestOversizedHeaderOnTheServer(t *testing.T) {
 	s := startServer(t)
 	body := loadtest.Identical(1, "user-a", "r-big-header", map[string]any{"title": "x"})[0].Body
 	for _, size := range []int{24 << 10, 1 << 20} {
-		req, _ := http.NewRequest(http.MethodPost, s.URL+"/callback", strings.NewReader(string(body)))
-		req.Header.Set("X-Request-Nonce", strings.Repeat("$", size))
-		res, err := http.DefaultClient.Do(req)
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
 		if err != nil {
-			t.Fatalf("%d-byte header: %v", size, err)
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		go func() {
+			_, _ = fmt.Fprintf(conn, "POST /callback HTTP/1.1\r\nHost: oncecall\r\nContent-Type: application/json\r\n"+
+				"X-Request-Nonce: %s\r\nContent-Length: %d\r\n\r\n%s", strings.Repeat("$", size), len(body), body)
+		}()
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%d-byte header: no answer: %v", size, err)
 		}
 		res.Body.Close()
+		conn.Close()
 		if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Fatalf("%d-byte header: status %d", size, res.StatusCode)
 		}
@@ -284,5 +296,10 @@ func TestOversizedHeaderOnTheServer(t *testing.T) {
 	store := storeOf(t, s)
 	if store.Count(t, "ticket") != 0 || store.Count(t, "operation") != 0 {
 		t.Fatal("an oversized header wrote something")
+	}
+	// The server still serves.
+	ok := loadtest.Do(context.Background(), http.DefaultClient, s.URL+"/callback", validNonce(t), loadtest.Call{Body: body})
+	if ok.Status != 200 || ok.Outcome != "created" {
+		t.Fatalf("after the oversized headers: %+v", ok)
 	}
 }
