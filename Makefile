@@ -33,3 +33,35 @@ lint:
 
 clean:
 	rm -rf bin .aws-sam
+
+# --- Evidence under fuzzing and load (issue 4) --------------------------------
+# `make test` runs every fuzz target over its committed seed corpus
+# (testdata/fuzz); `make fuzz` explores further, one target after another,
+# each for FUZZTIME. `make stress` runs the mixed concurrency run against a
+# local server on loopback with real cost-9 nonces and stops by itself.
+
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./internal/protocol:FuzzDecode \
+	./internal/canonjson:FuzzCanonical \
+	./internal/canonjson:FuzzKeyOrder \
+	./internal/nonce:FuzzNonce
+
+.PHONY: fuzz
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+STRESS_CALLS ?= 1200
+STRESS_OPS ?= 120
+STRESS_CONCURRENCY ?= 16
+.PHONY: stress
+## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against a local server, real cost-9 nonces
+stress:
+	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
+	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
+		-concurrency $(STRESS_CONCURRENCY) -cost 9 -timeout 5m

@@ -12,6 +12,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/truora/minidyn v0.8.2
 	golang.org/x/crypto v0.59.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

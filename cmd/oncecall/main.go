@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -66,6 +67,13 @@ func run(addr, dbAddr string) error {
 	if err != nil {
 		return err
 	}
+	// Runs before the embedded store closes: a connection the store client
+	// dialled but never used would hold that graceful shutdown for seconds.
+	defer func() {
+		if c, ok := awsCfg.HTTPClient.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}()
 	store := app.Store(awsCfg, cfg)
 	setup, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -90,8 +98,14 @@ func run(addr, dbAddr string) error {
 	if err != nil {
 		return err
 	}
+	// Listen before logging, so that the log names the real address even
+	// for ":0" (tests and the stress run ask for any free port).
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	serving := "http://" + ln.Addr().String()
 	srv := &http.Server{
-		Addr:              addr,
 		Handler:           httpapi.New(h, cfg.PublicURL),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -99,8 +113,8 @@ func run(addr, dbAddr string) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	logger.Info("serving", "callback", "http://"+addr+httpapi.CallbackPath, "functions", "http://"+addr+httpapi.FunctionsPath, "table", cfg.Table)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("serving", "callback", serving+httpapi.CallbackPath, "functions", serving+httpapi.FunctionsPath, "table", cfg.Table)
 	select {
 	case err := <-errc:
 		return err

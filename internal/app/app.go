@@ -49,7 +49,7 @@ func AWSConfig(ctx context.Context, cfg config.Config) (aws.Config, error) {
 	if isLoopback(cfg.Endpoint) {
 		return dynamo.LocalConfig(cfg.Region), nil
 	}
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(dynamo.HTTPClient())}
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(dynamo.BuildableHTTPClient())}
 	if cfg.Region != "" {
 		opts = append(opts, awsconfig.WithRegion(cfg.Region))
 	}

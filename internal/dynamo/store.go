@@ -161,7 +161,12 @@ func (s *Store) claimed(ctx context.Context, item map[string]types.AttributeValu
 	if err != nil {
 		return nil, err
 	}
-	if !r.Live(now) {
+	// The condition of the Put compares whole seconds (expires_at is epoch
+	// seconds, as TTL requires), so liveness is judged at the same
+	// resolution: a record stays live to the end of its expiry second.
+	// Judging it to the nanosecond would call a record gone that the
+	// condition still protects, and the call would spin until busy.
+	if !r.Live(now.Truncate(time.Second)) {
 		return nil, nil
 	}
 	return &r, nil
