@@ -116,7 +116,6 @@ func TestFaultContentionEndsBusy(t *testing.T) {
 		"ProvisionedThroughput":  {Error: "ProvisionedThroughputExceededException"},
 		"RequestLimitExceeded":   {Error: "RequestLimitExceeded"},
 		"TransactionInProgress":  {Error: "TransactionInProgressException"},
-		"InternalServerError":    {Error: "InternalServerError", Status: 500},
 	}
 	for name, fault := range faults {
 		t.Run(name, func(t *testing.T) {
@@ -216,6 +215,32 @@ type forwarder struct {
 	conns []net.Conn
 }
 
+// TestFaultServerErrorEnds500: a store fault that is not contention is
+// retried within the same budget, then answered 500 (spec: anything but
+// contention and throttling is an internal failure), writing nothing; the
+// next identical call creates the ticket once.
+func TestFaultServerErrorEnds500(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	r := newRig(t, viaProxy(&proxy))
+	r.mustCreate(create("user-a", "warm-up", signIn))
+	seen := proxy.Seen("TransactWriteItems")
+	proxy.Inject("TransactWriteItems", repeatFault(dynamotest.Fault{Error: "InternalServerError", Status: 500}, dynamo.MaxAttempts)...)
+	p := r.call(create("user-a", "r-1", signIn))
+	if p.status != 500 || p.str("status") != "error" {
+		t.Fatalf("after %d server faults: %d %s", dynamo.MaxAttempts, p.status, p.raw)
+	}
+	if got := proxy.Seen("TransactWriteItems") - seen; got != dynamo.MaxAttempts {
+		t.Errorf("%d attempts, want the budget dynamo.MaxAttempts = %d", got, dynamo.MaxAttempts)
+	}
+	if n := r.tickets(); n != 1 {
+		t.Fatalf("%d tickets, want 1 (the warm-up's)", n)
+	}
+	r.mustCreate(create("user-a", "r-1", signIn))
+	if n := r.tickets(); n != 2 {
+		t.Fatalf("%d tickets after the retry, want 2", n)
+	}
+}
+
 func newForwarder(t testing.TB, targetURL string) *forwarder {
 	f := &forwarder{t: t, target: strings.TrimPrefix(targetURL, "http://")}
 	f.up("127.0.0.1:0")
@@ -267,9 +292,10 @@ func (f *forwarder) down() {
 	f.conns = nil
 }
 
-// TestFaultStoreUnreachable takes the store's port away: the call ends busy
-// after the bounded retries and writes nothing; when the store is back the
-// same call creates one ticket.
+// TestFaultStoreUnreachable takes the store's port away: the call ends 500
+// after the bounded retries (an unreachable store is a failure, not
+// contention) and writes nothing; when the store is back the same call
+// creates one ticket.
 func TestFaultStoreUnreachable(t *testing.T) {
 	var fw *forwarder
 	r := newRig(t, func(r *rig, env *dynamotest.Env) dynamo.API {
@@ -283,7 +309,7 @@ func TestFaultStoreUnreachable(t *testing.T) {
 		fw.down()
 		r.env.Requests.Reset()
 		p := r.call(create("user-a", "r-1", signIn))
-		if p.status != 200 || p.str("status") != "busy" || p.body["retryable"] != true {
+		if p.status != 500 || p.str("status") != "error" {
 			t.Fatalf("warm=%v, store unreachable: %d %s", warm, p.status, p.raw)
 		}
 		if got := r.env.Requests.Load(); got != int64(dynamo.MaxAttempts) {

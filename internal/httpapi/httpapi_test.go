@@ -93,7 +93,7 @@ func TestOversizedBodyIsNotReadWhole(t *testing.T) {
 	srv, n := server(t, "")
 	huge := strings.NewReader(strings.Repeat("x", 8*protocol.MaxBodyBytes))
 	res, body := send(t, http.MethodPost, srv.URL+"/callback", n, huge)
-	if res.StatusCode != http.StatusOK || !strings.Contains(body, `"code":"too_large"`) || !strings.Contains(body, "131073 bytes") {
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, `"code":"too_large"`) || !strings.Contains(body, "limit of 131072 bytes") {
 		t.Fatalf("oversized body: %d %s", res.StatusCode, body)
 	}
 }

@@ -59,7 +59,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"user number", `{"function":{"name":"f","content":{}},"context":{"externalUserId":7}}`, 400, CodeInvalidRequest, "context.externalUserId must be a string"},
 		{"bad moment", `{"function":{"name":"f","content":{}},"context":{"moment":"yesterday"}}`, 400, CodeInvalidRequest, "context.moment"},
 		{"context string", `{"function":{"name":"f","content":{}},"context":"x"}`, 400, CodeInvalidRequest, "context must be an object"},
-		{"too large", huge, 200, CodeTooLarge, "the limit is 131072"},
+		{"too large", huge, 200, CodeTooLarge, "longer than the limit of 131072 bytes"},
 		{"deep arguments", `{"function":{"name":"f","content":` + strings.Repeat(`{"a":`, MaxDepth) + `1` + strings.Repeat(`}`, MaxDepth) + `}}`, 200, CodeInvalidArguments, "nesting deeper than 64"},
 	}
 	for _, c := range cases {
