@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/oncecall/oncecall/internal/jsontest"
 )
 
 // FuzzCanonical checks, for any input Parse accepts, that encoding/json
@@ -62,7 +64,7 @@ func FuzzKeyOrder(f *testing.F) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		scramble(&buf, v, rand.New(rand.NewPCG(seed, ^seed)))
+		jsontest.Scramble(&buf, v, rand.New(rand.NewPCG(seed, ^seed)))
 		got, err := Parse(buf.Bytes(), Limits{})
 		if err != nil {
 			t.Fatalf("rewritten %q of %q does not parse: %v", buf.Bytes(), data, err)

@@ -3,16 +3,16 @@ package canonjson
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
+
+	"github.com/oncecall/oncecall/internal/jsontest"
 )
 
 // jsonValue generates values of the types Parse returns, nested to depth.
@@ -40,87 +40,6 @@ func jsonValue(depth int) *rapid.Generator[any] {
 func acceptable(f float64) bool {
 	a := math.Abs(f)
 	return !math.IsInf(f, 0) && !(a > MaxSafeInteger && a < 1e21)
-}
-
-// scramble writes v as valid JSON that is not canonical: members in an order
-// drawn from rng, random insignificant whitespace, strings with escapes
-// JCS would not use, and numbers in another notation.
-func scramble(dst *bytes.Buffer, v any, rng *rand.Rand) {
-	space := func() {
-		for range rng.IntN(3) {
-			dst.WriteByte(" \t\r\n"[rng.IntN(4)])
-		}
-	}
-	space()
-	switch x := v.(type) {
-	case nil:
-		dst.WriteString("null")
-	case bool:
-		dst.WriteString(strconv.FormatBool(x))
-	case float64:
-		switch {
-		case x == math.Trunc(x) && math.Abs(x) <= MaxSafeInteger && rng.IntN(2) == 0:
-			dst.WriteString(strconv.FormatFloat(x, 'f', -1, 64) + ".0")
-		case rng.IntN(2) == 0:
-			dst.WriteString(strconv.FormatFloat(x, 'E', -1, 64))
-		default:
-			dst.WriteString(strconv.FormatFloat(x, 'e', 20, 64)) // extra digits, same double
-		}
-	case string:
-		dst.WriteByte('"')
-		for _, r := range x {
-			switch {
-			case r == '"' || r == '\\':
-				dst.WriteByte('\\')
-				dst.WriteRune(r)
-			case r < 0x20 || rng.IntN(4) == 0:
-				if r >= 0x10000 {
-					r1, r2 := utf16Pair(r)
-					fmt.Fprintf(dst, `\u%04X\u%04x`, r1, r2)
-				} else {
-					fmt.Fprintf(dst, `\u%04x`, r)
-				}
-			case r == '/' && rng.IntN(2) == 0:
-				dst.WriteString(`\/`)
-			default:
-				dst.WriteRune(r)
-			}
-		}
-		dst.WriteByte('"')
-	case []any:
-		dst.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				dst.WriteByte(',')
-			}
-			scramble(dst, e, rng)
-		}
-		space()
-		dst.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-		dst.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				dst.WriteByte(',')
-			}
-			scramble(dst, k, rng)
-			dst.WriteByte(':')
-			scramble(dst, x[k], rng)
-		}
-		space()
-		dst.WriteByte('}')
-	}
-	space()
-}
-
-func utf16Pair(r rune) (rune, rune) {
-	r -= 0x10000
-	return 0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF
 }
 
 // TestPropertyRoundTrip: the canonical form of any value parses back to the
@@ -160,7 +79,7 @@ func TestPropertyNotationNeverMatters(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		scramble(&buf, v, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
+		jsontest.Scramble(&buf, v, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 		got, err := Parse(buf.Bytes(), Limits{})
 		if err != nil {
 			t.Fatalf("Parse(%s): %v", buf.Bytes(), err)
@@ -184,7 +103,7 @@ func TestPropertyAcceptanceIgnoresNotation(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		scramble(&buf, f, rand.New(rand.NewPCG(seed, seed)))
+		jsontest.Scramble(&buf, f, rand.New(rand.NewPCG(seed, seed)))
 		for _, text := range [][]byte{canon, buf.Bytes()} {
 			v, err := Parse(text, Limits{})
 			if acceptable(f) != (err == nil) {

@@ -2,13 +2,13 @@ package idempotency_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"math/rand/v2"
 	"testing"
 
 	"pgregory.net/rapid"
 
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/jsontest"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -30,44 +30,10 @@ func argValue(depth int) *rapid.Generator[any] {
 	)...)
 }
 
-// write encodes v with object members in an order drawn from rng.
-func write(b *bytes.Buffer, v any, rng *rand.Rand) {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			write(b, k, rng)
-			b.WriteByte(':')
-			write(b, x[k], rng)
-		}
-		b.WriteByte('}')
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			write(b, e, rng)
-		}
-		b.WriteByte(']')
-	default:
-		enc, _ := json.Marshal(x)
-		b.Write(enc)
-	}
-}
-
 func body(args map[string]any, seed uint64) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"function":{"name":"create_ticket","content":`)
-	write(&b, args, rand.New(rand.NewPCG(seed, seed+1)))
+	jsontest.Scramble(&b, args, rand.New(rand.NewPCG(seed, seed+1)))
 	b.WriteString(`},"context":{"externalUserId":"user-a","metadata":{"request_id":"r-1"}}}`)
 	return b.Bytes()
 }
