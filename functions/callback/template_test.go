@@ -583,9 +583,8 @@ func TestTemplateTable(t *testing.T) {
 	}
 }
 
-// TestTemplateTableMatchesItsUse checks the table item attributes the code
-// writes against the template's key: every item carries the partition key,
-// and the TTL attribute is a number (epoch seconds).
+// TestTemplateOutputs checks the URLs to register in AIVAX and the names
+// the README's steps need.
 func TestTemplateOutputs(t *testing.T) {
 	s := deploy(t, nil)
 	want := map[string]string{
