@@ -186,11 +186,11 @@ func deployedEnv(t *testing.T, a *awsEndpoint) map[string]string {
 // localEnv is the environment `make invoke` gives the function.
 func localEnv(storeURL string) map[string]string {
 	return map[string]string{
-		config.EnvTable:    testTable,
-		config.EnvEndpoint: storeURL,
-		config.EnvHookKey:  localdb.DemoHookKey,
-		config.EnvRegion:   "us-east-1",
-		config.EnvMetrics:  "true",
+		config.EnvTable:         testTable,
+		config.EnvEndpoint:      storeURL,
+		config.EnvHookKey:       localdb.DemoHookKey,
+		config.EnvRegion:        "us-east-1",
+		config.EnvMetrics:       "true",
 		"AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
 	}
 }
