@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -47,8 +48,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// goCommand is the go command that runs the tests.
+func goCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
 func goBuild(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build"}, args...)...)
+	cmd := exec.CommandContext(ctx, goCommand(), append([]string{"build"}, args...)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
