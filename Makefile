@@ -65,3 +65,23 @@ stress:
 	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -cost 9 -timeout 5m
+
+# ---- SAM application: build for `sam build`, local invokes -------------------
+# `sam build` runs build-CallbackFunction (template.yaml: BuildMethod makefile)
+# in a copy of this folder with ARTIFACTS_DIR set: the arm64 bootstrap that
+# provided.al2023 runs, static, stripped, without the RPC shim.
+ARTIFACTS_DIR ?= bin/sam
+RIE_BIN       := bin/aws-lambda-rie
+LOCAL_BOOT    := bin/local/bootstrap
+
+.PHONY: build-CallbackFunction invoke
+
+build-CallbackFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
+
+## invoke: run an event through the real bootstrap under the Lambda Runtime Interface Emulator: make invoke EVENT=events/created.json
+invoke:
+	@test -n "$(EVENT)" || { echo 'usage: make invoke EVENT=events/<name>.json   (the events are listed in events/expected.json)'; exit 2; }
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $(LOCAL_BOOT) ./functions/callback
+	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(EVENT)
