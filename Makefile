@@ -27,8 +27,64 @@ build:
 vet:
 	$(GO) vet ./...
 
+## lint: golangci-lint with the committed .golangci.yml (fetched by the go command)
+lint:
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+
 clean:
 	rm -rf bin .aws-sam
+
+# --- Evidence under fuzzing and load (issue 4) --------------------------------
+# `make test` runs every fuzz target over its committed seed corpus
+# (testdata/fuzz); `make fuzz` explores further, one target after another,
+# each for FUZZTIME. `make stress` runs the mixed concurrency run against a
+# local server on loopback with real cost-9 nonces and stops by itself.
+
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./internal/protocol:FuzzDecode \
+	./internal/canonjson:FuzzCanonical \
+	./internal/canonjson:FuzzKeyOrder \
+	./internal/nonce:FuzzNonce
+
+.PHONY: fuzz
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+STRESS_CALLS ?= 1200
+STRESS_OPS ?= 120
+STRESS_CONCURRENCY ?= 16
+.PHONY: stress
+## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against a local server, real cost-9 nonces
+stress:
+	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
+	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
+		-concurrency $(STRESS_CONCURRENCY) -cost 9 -timeout 5m
+
+# ---- SAM application: build for `sam build`, local invokes -------------------
+# `sam build` runs build-CallbackFunction (template.yaml: BuildMethod makefile)
+# in a copy of this folder with ARTIFACTS_DIR set: the arm64 bootstrap that
+# provided.al2023 runs, static, stripped, without the RPC shim.
+ARTIFACTS_DIR ?= bin/sam
+RIE_BIN       := bin/aws-lambda-rie
+LOCAL_BOOT    := bin/local/bootstrap
+
+.PHONY: build-CallbackFunction invoke
+
+build-CallbackFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
+
+## invoke: run an event through the real bootstrap under the Lambda Runtime Interface Emulator: make invoke EVENT=events/created.json
+invoke:
+	@test -n "$(EVENT)" || { echo 'usage: make invoke EVENT=events/<name>.json   (the events are listed in events/expected.json)'; exit 2; }
+	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $(LOCAL_BOOT) ./functions/callback
+	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(EVENT)
 
 # ---- benchmarks (issue 5) ---------------------------------------------------
 .PHONY: bench

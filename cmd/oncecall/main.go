@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -36,21 +37,20 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
 	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the embedded DynamoDB-compatible store (unused when DYNAMODB_ENDPOINT is set)")
 	flag.Parse()
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := run(*addr, *dbAddr, logger); err != nil {
+	if err := run(*addr, *dbAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "oncecall:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, dbAddr string, logger *slog.Logger) error {
+func run(addr, dbAddr string) error {
 	base := config.Defaults
 	base.HookKey = localdb.DemoHookKey
 	cfg, err := config.Load(os.Getenv, base)
 	if err != nil {
 		return err
 	}
-	logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -59,7 +59,7 @@ func run(addr, dbAddr string, logger *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("embedded store on %s: %w (set DYNAMODB_ENDPOINT to use another store)", dbAddr, err)
 		}
-		defer db.Close()
+		defer func() { _ = db.Close() }()
 		cfg.Endpoint = db.URL
 		logger.Info("embedded DynamoDB-compatible store (in memory)", "endpoint", db.URL)
 	}
@@ -67,6 +67,13 @@ func run(addr, dbAddr string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Runs before the embedded store closes: a connection the store client
+	// dialled but never used would hold that graceful shutdown for seconds.
+	defer func() {
+		if c, ok := awsCfg.HTTPClient.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}()
 	store := app.Store(awsCfg, cfg)
 	setup, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -91,8 +98,14 @@ func run(addr, dbAddr string, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Listen before logging, so that the log names the real address even
+	// for ":0" (tests and the stress run ask for any free port).
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	serving := "http://" + ln.Addr().String()
 	srv := &http.Server{
-		Addr:              addr,
 		Handler:           httpapi.New(h, cfg.PublicURL),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -100,8 +113,8 @@ func run(addr, dbAddr string, logger *slog.Logger) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	logger.Info("serving", "callback", "http://"+addr+httpapi.CallbackPath, "functions", "http://"+addr+httpapi.FunctionsPath, "table", cfg.Table)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("serving", "callback", serving+httpapi.CallbackPath, "functions", serving+httpapi.FunctionsPath, "table", cfg.Table)
 	select {
 	case err := <-errc:
 		return err

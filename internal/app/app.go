@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -19,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/secret"
 )
@@ -39,6 +41,11 @@ func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*call
 	h := callback.NewHandler(v, identity.NewDirectory(store, cfg.UserCacheTTL, nil), store, logger)
 	h.Policies = cfg.Policies
 	h.Retention = cfg.Retention
+	if cfg.Metrics {
+		// On Lambda, standard output goes to CloudWatch Logs, which turns
+		// these lines into metrics.
+		h.Metrics = metrics.New(os.Stdout, cfg.MetricsNamespace, cfg.FunctionName, callback.Outcomes)
+	}
 	return h, nil
 }
 
@@ -49,7 +56,7 @@ func AWSConfig(ctx context.Context, cfg config.Config) (aws.Config, error) {
 	if isLoopback(cfg.Endpoint) {
 		return dynamo.LocalConfig(cfg.Region), nil
 	}
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(dynamo.HTTPClient())}
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(dynamo.BuildableHTTPClient())}
 	if cfg.Region != "" {
 		opts = append(opts, awsconfig.WithRegion(cfg.Region))
 	}
@@ -82,10 +89,10 @@ func isLoopback(endpoint string) bool {
 }
 
 // ResolveHookKey fills cfg's hook keys from Secrets Manager when cfg names a
-// secret; that read is the only network call of a cold start. A key set in
-// the environment wins (local invokes use one).
+// secret; that read is the only network call of a cold start. Without a
+// secret, the keys are the ones the environment gave (local runs).
 func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
-	if cfg.HookKey != "" || cfg.HookKeySecretARN == "" {
+	if cfg.HookKeySecretARN == "" {
 		return cfg, nil
 	}
 	keys, err := secret.HookKeys(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.HookKeySecretARN)

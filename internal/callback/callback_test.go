@@ -432,3 +432,28 @@ func TestWarmCallsTakeOneStoreRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantsTakeEffectAtOnce: a refusal is never based on a cached record, so
+// re-enabling a user or granting a function works on the next call.
+func TestGrantsTakeEffectAtOnce(t *testing.T) {
+	r := newRig(t)
+	if p := r.call(create("user-e", "r-1", signIn)); p.code() != "function_not_granted" {
+		t.Fatalf("before the grant: %s", p.raw)
+	}
+	if p := r.call(create("user-d", "r-1", signIn)); p.code() != "user_disabled" {
+		t.Fatalf("before enabling: %s", p.raw)
+	}
+	for _, u := range localdb.DemoUsers {
+		if u.ExternalID == "user-d" || u.ExternalID == "user-e" {
+			u.Active, u.Functions = true, []string{ticket.CreateName, ticket.GetName}
+			if err := r.store.PutUser(context.Background(), u); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, id := range []string{"user-e", "user-d"} {
+		if p := r.call(create(id, "r-after-"+id, signIn)); p.str("status") != "created" {
+			t.Errorf("%s after the grant: %s", id, p.raw)
+		}
+	}
+}

@@ -216,6 +216,11 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 	ctx, cancel := storeContext(ctx)
 	defer cancel()
 	user, err := h.Users.Lookup(ctx, req.ExternalUserID)
+	fn := h.function(req.Function)
+	if err == nil && fn != nil && !user.Allows(fn.Name) {
+		// Never refuse on a cached record: it may predate a grant.
+		user, err = h.Users.Reload(ctx, req.ExternalUserID)
+	}
 	switch {
 	case errors.Is(err, identity.ErrUnknown):
 		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
@@ -226,7 +231,6 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 	}
 
 	// Authorize and validate.
-	fn := h.function(req.Function)
 	if fn == nil {
 		return h.reject(e, "unknown_function", fmt.Sprintf("There is no function %q. The functions are %s.", protocol.Clip(req.Function), h.functionNames()))
 	}

@@ -31,7 +31,7 @@ var (
 	goodNonce string
 )
 
-func validNonce(t testing.TB) string {
+func validNonce(_ testing.TB) string {
 	nonceOnce.Do(func() {
 		var err error
 		if goodNonce, err = nonce.Generate(localdb.DemoHookKey, testCost); err != nil {

@@ -450,7 +450,12 @@ func (p *parser) number() (any, error) {
 	if err != nil || math.IsInf(f, 0) {
 		return nil, p.fail("number out of range: send it as a string")
 	}
-	if integer && math.Abs(f) > MaxSafeInteger {
+	// An integer beyond the safe range is refused whatever its notation:
+	// 1e20 or 9007199254740993.0 denote integers as surely as their digits
+	// do, and their canonical form is written as digits, which this very
+	// check would refuse, so accepting them would break the round trip.
+	// From 1e21 on the canonical form is exponent notation and reads back.
+	if a := math.Abs(f); a > MaxSafeInteger && (integer || a < 1e21 && a == math.Trunc(a)) {
 		return nil, p.fail("integer beyond ±(2^53-1) cannot be kept exactly: send it as a string")
 	}
 	p.pos = i

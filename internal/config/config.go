@@ -30,6 +30,8 @@ const (
 	EnvPublicURL     = "PUBLIC_URL"
 	EnvMetrics       = "METRICS"
 	EnvMetricsNS     = "METRICS_NAMESPACE"
+	// EnvFunctionName is set by Lambda; it names the metrics' dimension.
+	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 )
 
 // Bounds of the settings.
@@ -60,6 +62,8 @@ type Config struct {
 	// Metrics turns on CloudWatch Embedded Metric Format lines.
 	Metrics          bool
 	MetricsNamespace string
+	// FunctionName is the Lambda function's name, the metrics' dimension.
+	FunctionName string
 }
 
 // Defaults for a local run.
@@ -117,7 +121,16 @@ func Load(getenv func(string) string, base Config) (Config, error) {
 		if !strings.HasPrefix(v, "arn:") {
 			bad(EnvHookKeySecret, "must be a Secrets Manager secret ARN")
 		}
+		// The secret holds both keys: a key in the environment beside it
+		// would be ambiguous, so it is refused rather than silently
+		// preferred, and a default key of a local run gives way.
+		for _, name := range []string{EnvHookKey, EnvHookKeyPrev} {
+			if getenv(name) != "" {
+				bad(name, "is set together with %s: set one (the secret holds the current and previous keys)", EnvHookKeySecret)
+			}
+		}
 		c.HookKeySecretARN = v
+		c.HookKey, c.PreviousHookKey = "", ""
 	}
 	for name, k := range map[string]string{EnvHookKey: c.HookKey, EnvHookKeyPrev: c.PreviousHookKey} {
 		if len(k) > nonce.MaxKeyBytes {
@@ -181,6 +194,7 @@ func Load(getenv func(string) string, base Config) (Config, error) {
 	if v := getenv(EnvMetricsNS); v != "" {
 		c.MetricsNamespace = v
 	}
+	c.FunctionName = getenv(EnvFunctionName)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))
 	}
@@ -192,7 +206,9 @@ func validTableName(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '.':
+		default:
 			return false
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
@@ -36,6 +37,24 @@ func HTTPClient() *http.Client {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}}
+}
+
+// BuildableHTTPClient is HTTPClient in the form the SDK's configuration
+// loader can still adjust: with AWS_CA_BUNDLE set, LoadDefaultConfig adds
+// the bundle's roots to the client's transport and refuses any client that
+// is not an awshttp.BuildableClient. Use it with LoadDefaultConfig.
+func BuildableHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout, d.KeepAlive = DialTimeout, 30*time.Second
+		}).
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns, tr.MaxIdleConnsPerHost = MaxIdleConns, MaxIdleConns
+			tr.IdleConnTimeout = 90 * time.Second
+			tr.TLSHandshakeTimeout = DialTimeout
+			tr.ExpectContinueTimeout = time.Second
+			tr.ForceAttemptHTTP2 = true
+		})
 }
 
 // Options configures the SDK client for a Store: the SDK's own retries are

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -101,12 +102,12 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 			case failed(reasons, 2):
 				return nil, fmt.Errorf("dynamo: ticket id %s already exists", t.ID)
 			case !retryableReasons(reasons):
-				return nil, fmt.Errorf("dynamo: transaction cancelled: %w", err)
+				return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
 			}
 		} else if !retryable(err) {
 			return nil, classify(err)
 		}
-		if err := s.backoff(ctx, attempt); err != nil {
+		if err := s.backoff(ctx, attempt, err); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +188,12 @@ func (s *Store) claimed(ctx context.Context, item map[string]types.AttributeValu
 	if err != nil {
 		return nil, err
 	}
-	if !r.Live(now) {
+	// The condition of the Put compares whole seconds (expires_at is epoch
+	// seconds, as TTL requires), so liveness is judged at the same
+	// resolution: a record stays live to the end of its expiry second.
+	// Judging it to the nanosecond would call a record gone that the
+	// condition still protects, and the call would spin until busy.
+	if !r.Live(now.Truncate(time.Second)) {
 		return nil, nil
 	}
 	return &r, nil
@@ -310,26 +316,41 @@ func (s *Store) retry(ctx context.Context, call func() error) error {
 		if !retryable(err) {
 			return classify(err)
 		}
-		if err := s.backoff(ctx, attempt); err != nil {
+		if err := s.backoff(ctx, attempt, err); err != nil {
 			return err
 		}
 	}
 }
 
-// backoff waits before attempt+1, or returns ErrBusy when the budget or the
-// context's time is spent.
-func (s *Store) backoff(ctx context.Context, attempt int) error {
+// backoff waits before attempt+1. When the budget or the context's time is
+// spent it returns the final error: ErrBusy if the store was contended or
+// throttling (retrying later will work), the sanitized cause otherwise.
+func (s *Store) backoff(ctx context.Context, attempt int, cause error) error {
+	spent := func() error {
+		if busy(cause) || ctx.Err() != nil {
+			return idempotency.ErrBusy
+		}
+		return sanitize(cause)
+	}
 	if attempt >= MaxAttempts || ctx.Err() != nil {
-		return idempotency.ErrBusy
+		return spent()
 	}
 	wait := time.Duration(rand.Int64N(int64(BaseBackoff) << (attempt - 1)))
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-		return idempotency.ErrBusy
+		return spent()
 	}
 	if err := s.Sleep(ctx, wait); err != nil {
 		return idempotency.ErrBusy
 	}
 	return nil
+}
+
+func reasonCodes(reasons []types.CancellationReason) string {
+	codes := make([]string, len(reasons))
+	for i, r := range reasons {
+		codes[i] = aws.ToString(r.Code)
+	}
+	return strings.Join(codes, ",")
 }
 
 func failed(reasons []types.CancellationReason, i int) bool {
@@ -352,19 +373,21 @@ func retryableReasons(reasons []types.CancellationReason) bool {
 	return found
 }
 
-// retryable reports whether err is worth another attempt: throttling,
-// contention, a server-side fault, or a connection that failed. Repeating a
-// transaction is safe: it carries a ClientRequestToken and its conditions.
+// retryable reports whether err is worth another attempt: contention or
+// throttling (busy), a server-side fault, or a connection that failed.
+// Repeating a transaction is safe: it carries a ClientRequestToken and its
+// conditions.
 func retryable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
 	}
+	if busy(err) {
+		return true
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
-		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
-			"TransactionConflictException", "TransactionInProgressException",
-			"InternalServerError", "ServiceUnavailable", "InternalFailure":
+		case "InternalServerError", "ServiceUnavailable", "InternalFailure":
 			return true
 		}
 		return false
@@ -374,12 +397,30 @@ func retryable(err error) bool {
 	return true
 }
 
-// classify maps a final error: a spent deadline is ErrBusy, others pass.
+// busy reports whether err means contention or throttling.
+func busy(err error) bool {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		return retryableReasons(tce.CancellationReasons)
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+			"TransactionConflictException", "TransactionInProgressException":
+			return true
+		}
+	}
+	return false
+}
+
+// classify maps a final error: a spent deadline is ErrBusy; SDK errors
+// become *Error, which is safe to log.
 func classify(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: %v", idempotency.ErrBusy, err)
+		return fmt.Errorf("%w: deadline reached", idempotency.ErrBusy)
 	}
-	return err
+	return sanitize(err)
 }
 
 // AddUser creates a user record unless one exists; it reports whether it did.

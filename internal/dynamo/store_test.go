@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,17 @@ func newFixture(t *testing.T, api func(*dynamotest.Env) dynamo.API) *fixture {
 	}
 	env.Requests.Reset()
 	return f
+}
+
+// newProxied is newFixture with the store client behind a fault proxy.
+func newProxied(t *testing.T) (*fixture, *dynamotest.Proxy) {
+	t.Helper()
+	var proxy *dynamotest.Proxy
+	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+		proxy = dynamotest.NewProxy(t, env.Endpoint)
+		return dynamotest.NewClient(t, proxy.URL, env.Requests)
+	})
+	return f, proxy
 }
 
 // claim builds the record and ticket of one create_ticket call.
@@ -145,7 +157,11 @@ func TestReplayRoundTrips(t *testing.T) {
 			if !parity && !dynamotest.External() {
 				want = 2
 			}
-			if got := f.env.Requests.Load(); got != want && !(dynamotest.External() && !parity && got <= 2) {
+			got := f.env.Requests.Load()
+			if dynamotest.External() && !parity && got <= 2 {
+				return // another store may or may not return the old item
+			}
+			if got != want {
 				t.Errorf("replay took %d requests, want %d", got, want)
 			}
 		})
@@ -271,11 +287,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 	for name, fault := range map[string]dynamotest.Fault{"conflict": conflict, "throttling": throttle,
 		"capacity": {Error: "ProvisionedThroughputExceededException"}} {
 		t.Run(name, func(t *testing.T) {
-			var proxy *dynamotest.Proxy
-			f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-				proxy = dynamotest.NewProxy(t, env.Endpoint)
-				return dynamotest.NewClient(t, proxy.URL, env.Requests)
-			})
+			f, proxy := newProxied(t)
 			faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
 			for i := range faults {
 				faults[i] = fault
@@ -305,11 +317,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 }
 
 func TestStoreHangEndsAtTheDeadline(t *testing.T) {
-	var proxy *dynamotest.Proxy
-	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-		proxy = dynamotest.NewProxy(t, env.Endpoint)
-		return dynamotest.NewClient(t, proxy.URL, env.Requests)
-	})
+	f, proxy := newProxied(t)
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{Hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -325,11 +333,7 @@ func TestStoreHangEndsAtTheDeadline(t *testing.T) {
 }
 
 func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
-	var proxy *dynamotest.Proxy
-	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-		proxy = dynamotest.NewProxy(t, env.Endpoint)
-		return dynamotest.NewClient(t, proxy.URL, env.Requests)
-	})
+	f, proxy := newProxied(t)
 	// The first attempt commits but its answer is lost; the store's own
 	// retry then finds the claim it made.
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{AfterCommit: true})
@@ -443,5 +447,49 @@ func TestRevocationWinsOverAClaim(t *testing.T) {
 	existing, err := f.store.Create(context.Background(), rec2, tk2)
 	if !errors.Is(err, identity.ErrRevoked) || existing != nil {
 		t.Fatalf("Create = %+v, %v; want ErrRevoked and no record", existing, err)
+	}
+}
+
+// TestStoreErrorsAreSafeToLog checks that a store failure's text names the
+// operation and code but not the message DynamoDB sent, which can quote
+// request values.
+func TestStoreErrorsAreSafeToLog(t *testing.T) {
+	f, proxy := newProxied(t)
+	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ValidationException"})
+	rec, tk := f.claim("k1")
+	_, err := f.store.Create(context.Background(), rec, tk)
+	var se *dynamo.Error
+	if !errors.As(err, &se) || se.Code != "ValidationException" || se.Op != "TransactWriteItems" {
+		t.Fatalf("Create = %v (%T)", err, err)
+	}
+	if strings.Contains(err.Error(), "injected") {
+		t.Fatalf("error text %q carries the store's message", err)
+	}
+}
+
+// TestUnavailableStoreIsAnErrorNotBusy: server faults and failed connections
+// are retried within the budget, then reported as failures (500), not as
+// busy.
+func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
+	f, proxy := newProxied(t)
+	faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
+	for i := range faults {
+		faults[i] = dynamotest.Fault{Error: "InternalServerError", Status: 500}
+	}
+	proxy.Inject("TransactWriteItems", faults...)
+	rec, tk := f.claim("k1")
+	_, err := f.store.Create(context.Background(), rec, tk)
+	if err == nil || errors.Is(err, idempotency.ErrBusy) {
+		t.Fatalf("Create = %v, want a failure that is not busy", err)
+	}
+	if got := proxy.Seen("TransactWriteItems"); got != dynamo.MaxAttempts {
+		t.Errorf("%d attempts, want %d", got, dynamo.MaxAttempts)
+	}
+
+	// Nothing listens: connection refused on every attempt.
+	down := dynamo.New(dynamotest.NewClient(t, "http://127.0.0.1:1", nil), f.env.Table)
+	down.Sleep = f.store.Sleep
+	if _, err := down.Create(context.Background(), rec, tk); err == nil || errors.Is(err, idempotency.ErrBusy) {
+		t.Fatalf("unreachable store: %v", err)
 	}
 }

@@ -112,7 +112,7 @@ func NewClient(t testing.TB, endpoint string, counter *dynamo.Counter) *dynamodb
 	cfg := dynamo.LocalConfig(os.Getenv("AWS_REGION"))
 	if External() {
 		var err error
-		cfg, err = awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithHTTPClient(dynamo.HTTPClient()))
+		cfg, err = awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithHTTPClient(dynamo.BuildableHTTPClient()))
 		if err != nil {
 			t.Fatalf("AWS config: %v", err)
 		}

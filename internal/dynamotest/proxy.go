@@ -113,7 +113,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	status, header, out := p.forward(r, target, body)
+	status, header, out := p.forward(r, body)
 	if ok && f.AfterCommit {
 		writeError(w, Fault{Error: "InternalServerError", Status: http.StatusInternalServerError})
 		return
@@ -133,7 +133,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-func (p *Proxy) forward(r *http.Request, target string, body []byte) (int, http.Header, []byte) {
+func (p *Proxy) forward(r *http.Request, body []byte) (int, http.Header, []byte) {
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.target+r.URL.Path, bytes.NewReader(body))
 	if err != nil {
 		return http.StatusBadGateway, nil, nil
@@ -145,7 +145,7 @@ func (p *Proxy) forward(r *http.Request, target string, body []byte) (int, http.
 	if err != nil {
 		return http.StatusBadGateway, nil, []byte(err.Error())
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, out
 }
@@ -221,7 +221,7 @@ func (p *Proxy) fillOldItems(r *http.Request, reqBody, respBody []byte) []byte {
 		}
 		var out struct{ Item map[string]any }
 		_ = json.NewDecoder(res.Body).Decode(&out)
-		res.Body.Close()
+		_ = res.Body.Close()
 		if out.Item != nil {
 			reason["Item"] = out.Item
 		}

@@ -53,7 +53,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"error": protocol.ErrorDetail{Code: protocol.CodeInvalidRequest, Message: "the request body could not be read"}}))
 			return
 		}
-		write(w, s.h.Call(ctx, callback.Request{Nonce: r.Header.Get(NonceHeader), Body: body}))
+		write(w, s.h.Call(ctx, callback.Request{Nonce: nonce(r.Header), Body: body}))
 	case FunctionsPath:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			methodNotAllowed(w, http.MethodGet)
@@ -63,11 +63,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if base == "" {
 			base = "http://" + r.Host
 		}
-		write(w, s.h.List(ctx, r.Header.Get(NonceHeader), base+CallbackPath))
+		write(w, s.h.List(ctx, nonce(r.Header), base+CallbackPath))
 	default:
 		write(w, protocol.JSON(http.StatusNotFound, map[string]any{"status": protocol.StatusRejected,
 			"error": protocol.ErrorDetail{Code: "not_found", Message: "oncecall serves POST " + CallbackPath + " and GET " + FunctionsPath}}))
 	}
+}
+
+// nonce returns the X-Request-Nonce header. Several are joined with commas,
+// as API Gateway joins them, so that a request carrying two is refused as
+// malformed on either transport instead of being judged by whichever one
+// comes first.
+func nonce(h http.Header) string {
+	return strings.Join(h.Values(NonceHeader), ",")
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

@@ -14,11 +14,11 @@ import (
 type Policy string
 
 const (
-	// PolicyArguments (the default): tenant, request_id, function and the
-	// canonical arguments. Changed arguments are a new operation.
+	// PolicyArguments (the default) keys on tenant, request_id, function and
+	// the canonical arguments: changed arguments are a new operation.
 	PolicyArguments Policy = "arguments"
-	// PolicyRequest: tenant, request_id and function. One operation per
-	// request_id; a repeat with other arguments is refused.
+	// PolicyRequest keys on tenant, request_id and function: one operation
+	// per request_id; a repeat with other arguments is refused.
 	PolicyRequest Policy = "request"
 )
 

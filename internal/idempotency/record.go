@@ -51,13 +51,13 @@ func (r *Record) Live(now time.Time) bool {
 type Verdict int
 
 const (
-	// Duplicate: answer the stored result with deduplicated: true.
+	// Duplicate means: answer the stored result with deduplicated: true.
 	Duplicate Verdict = iota
-	// Conflict: the key belongs to another user; disclose nothing.
+	// Conflict means the key belongs to another user; disclose nothing.
 	Conflict
-	// InProgress: the operation is pending; do not run it again.
+	// InProgress means the operation is pending; do not run it again.
 	InProgress
-	// Reused: same request_id, different arguments, under PolicyRequest.
+	// Reused means the same request_id, different arguments, under PolicyRequest.
 	Reused
 )
 

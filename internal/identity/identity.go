@@ -106,6 +106,14 @@ func (d *Directory) Lookup(ctx context.Context, externalID string) (User, error)
 	return u, nil
 }
 
+// Reload drops externalID from the cache and loads it again. Callers use it
+// before refusing on a cached record, so that a grant or re-activation takes
+// effect at once rather than when the entry expires.
+func (d *Directory) Reload(ctx context.Context, externalID string) (User, error) {
+	d.Forget(externalID)
+	return d.Lookup(ctx, externalID)
+}
+
 // Remember caches u, for example after a store read returned a fresh record.
 func (d *Directory) Remember(u User) {
 	if d.ttl <= 0 {

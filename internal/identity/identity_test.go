@@ -2,7 +2,9 @@ package identity_test
 
 import (
 	"context"
-	"strconv"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,67 +15,102 @@ import (
 	"github.com/oncecall/oncecall/internal/identity"
 )
 
+// TestMain fails the package when a goroutine outlives its tests.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(dynamotest.Main(m)) }
 
-// TestCacheIsBounded caches more distinct users than MaxCached: the cache
-// never holds more, so a container's memory does not grow with its callers.
-func TestCacheIsBounded(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d := identity.NewDirectory(nil, time.Hour, func() time.Time { return now })
-	for i := range identity.MaxCached + 500 {
-		d.Remember(identity.User{ExternalID: "u" + strconv.Itoa(i), Tenant: "t", Active: true})
-		if d.Len() > identity.MaxCached {
-			t.Fatalf("after %d users the cache holds %d, more than %d", i+1, d.Len(), identity.MaxCached)
-		}
-	}
-	if d.Len() != identity.MaxCached {
-		t.Errorf("cache holds %d, want %d", d.Len(), identity.MaxCached)
-	}
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
 }
 
-// TestCacheHitsExpiryAndUnknown counts the store's GetItem requests behind
-// a Directory over the real store.
-func TestCacheHitsExpiryAndUnknown(t *testing.T) {
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newStore(t *testing.T) (*dynamo.Store, *dynamotest.Env) {
 	env := dynamotest.New(t)
-	store := dynamo.New(env.Client, env.Table)
-	if err := store.PutUser(context.Background(), identity.User{ExternalID: "a", Tenant: "t", Active: true, Functions: []string{"f"}}); err != nil {
+	s := dynamo.New(env.Client, env.Table)
+	if err := s.PutUser(context.Background(), identity.User{ExternalID: "u1", Tenant: "t1", Active: true, Functions: []string{"f"}}); err != nil {
 		t.Fatal(err)
 	}
 	env.Requests.Reset()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	d := identity.NewDirectory(store, time.Minute, func() time.Time { return now })
-	lookup := func(d *identity.Directory, id string) error {
-		_, err := d.Lookup(context.Background(), id)
-		return err
-	}
+	return s, env
+}
+
+func TestDirectoryCachesForTTL(t *testing.T) {
+	s, env := newStore(t)
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	d := identity.NewDirectory(s, 30*time.Second, c.Now)
 	for range 3 {
-		if err := lookup(d, "a"); err != nil {
-			t.Fatal(err)
+		u, err := d.Lookup(context.Background(), "u1")
+		if err != nil || u.Tenant != "t1" || !u.Allows("f") || u.Allows("g") {
+			t.Fatalf("Lookup = %+v, %v", u, err)
 		}
 	}
 	if n := env.Requests.Load(); n != 1 {
-		t.Fatalf("%d requests for three lookups within the TTL, want 1", n)
+		t.Fatalf("3 lookups took %d store requests, want 1", n)
 	}
-	now = now.Add(time.Minute)
-	if err := lookup(d, "a"); err != nil || env.Requests.Load() != 2 {
-		t.Fatalf("lookup at the TTL: %v, %d requests; want a reload", err, env.Requests.Load())
+	c.add(30 * time.Second)
+	if _, err := d.Lookup(context.Background(), "u1"); err != nil {
+		t.Fatal(err)
 	}
+	if n := env.Requests.Load(); n != 2 {
+		t.Fatalf("an expired entry was not reloaded (%d requests)", n)
+	}
+	d.Forget("u1")
+	if _, err := d.Lookup(context.Background(), "u1"); err != nil || env.Requests.Load() != 3 {
+		t.Fatalf("Forget did not force a reload: %v, %d", err, env.Requests.Load())
+	}
+}
+
+func TestDirectoryDoesNotCacheUnknownUsers(t *testing.T) {
+	s, _ := newStore(t)
+	d := identity.NewDirectory(s, time.Minute, nil)
+	if _, err := d.Lookup(context.Background(), "nobody"); !errors.Is(err, identity.ErrUnknown) {
+		t.Fatalf("Lookup(nobody) = %v", err)
+	}
+	if err := s.PutUser(context.Background(), identity.User{ExternalID: "nobody", Tenant: "t1", Active: true, Functions: []string{"f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Lookup(context.Background(), "nobody"); err != nil {
+		t.Fatalf("a new user stayed unknown: %v", err)
+	}
+}
+
+func TestDirectoryWithoutCache(t *testing.T) {
+	s, env := newStore(t)
+	d := identity.NewDirectory(s, 0, nil)
 	for range 2 {
-		if err := lookup(d, "nobody"); err != identity.ErrUnknown {
-			t.Fatalf("unknown user: %v", err)
+		if _, err := d.Lookup(context.Background(), "u1"); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if n := env.Requests.Load(); n != 4 {
-		t.Errorf("%d requests, want 4: unknown users are not cached", n)
+	if n := env.Requests.Load(); n != 2 || d.Len() != 0 {
+		t.Fatalf("TTL 0 cached: %d requests, %d entries", n, d.Len())
 	}
-	d.Forget("a")
-	if err := lookup(d, "a"); err != nil || env.Requests.Load() != 5 {
-		t.Errorf("lookup after Forget did not reload")
+}
+
+func TestDirectoryIsBounded(t *testing.T) {
+	s, _ := newStore(t)
+	d := identity.NewDirectory(s, time.Hour, nil)
+	for i := range identity.MaxCached + 50 {
+		d.Remember(identity.User{ExternalID: fmt.Sprint("u", i), Tenant: "t"})
 	}
-	off := identity.NewDirectory(store, 0, nil)
-	_ = lookup(off, "a")
-	_ = lookup(off, "a")
-	if n := env.Requests.Load(); n != 7 || off.Len() != 0 {
-		t.Errorf("TTL 0 cached: %d requests, %d cached", n, off.Len())
+	if n := d.Len(); n > identity.MaxCached {
+		t.Fatalf("%d entries cached, bound is %d", n, identity.MaxCached)
+	}
+}
+
+func TestAllows(t *testing.T) {
+	u := identity.User{Active: true, Functions: []string{"a"}}
+	if !u.Allows("a") || u.Allows("b") {
+		t.Fatal("grant check wrong")
+	}
+	u.Active = false
+	if u.Allows("a") {
+		t.Fatal("a disabled user is allowed")
 	}
 }

@@ -72,8 +72,10 @@ const contentPath = "function.content"
 // body it refuses.
 func Decode(body []byte) (*Request, *Problem) {
 	if len(body) > MaxBodyBytes {
+		// Transports read at most one byte past the limit, so the true size
+		// is unknown here: say only that it is over.
 		return nil, &Problem{Status: http.StatusOK, Code: CodeTooLarge, Message: fmt.Sprintf(
-			"the request body is %d bytes; the limit is %d. Send shorter arguments.", len(body), MaxBodyBytes)}
+			"the request body is longer than the limit of %d bytes. Send shorter arguments.", MaxBodyBytes)}
 	}
 	doc, err := canonjson.Parse(body, canonjson.Limits{
 		MaxDepth:        MaxDepth,
@@ -83,9 +85,9 @@ func Decode(body []byte) (*Request, *Problem) {
 	if err != nil {
 		var se *canonjson.Error
 		if errors.As(err, &se) && (se.Path == contentPath || strings.HasPrefix(se.Path, contentPath+".") || strings.HasPrefix(se.Path, contentPath+"[")) {
-			return nil, arguments("the arguments are not valid: %s. Send function arguments as one JSON object with unique member names.", se.Error())
+			return nil, arguments("the arguments are not valid: %s. Send function arguments as one JSON object with unique member names.", clipMiddle(se.Error()))
 		}
-		return nil, envelope("the body is not acceptable JSON: %v", err)
+		return nil, envelope("the body is not acceptable JSON: %s", clipMiddle(err.Error()))
 	}
 	root, ok := doc.(map[string]any)
 	if !ok {
@@ -185,13 +187,13 @@ func object(m map[string]any, name string) (map[string]any, *Problem) {
 }
 
 // optString returns m[name] as a string; absent or null is "".
-func optString(m map[string]any, name, path string, max int) (string, *Problem) {
+func optString(m map[string]any, name, path string, limit int) (string, *Problem) {
 	switch v := m[name].(type) {
 	case nil:
 		return "", nil
 	case string:
-		if len(v) > max {
-			return "", envelope("%s is longer than %d bytes", path, max)
+		if len(v) > limit {
+			return "", envelope("%s is longer than %d bytes", path, limit)
 		}
 		return v, nil
 	default:
@@ -206,6 +208,27 @@ func ParseMoment(s string) (time.Time, error) {
 		return t.UTC(), nil
 	}
 	return time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.UTC)
+}
+
+// maxEchoBytes bounds how much of a parse error, which quotes member names
+// and their path, is repeated to the caller.
+const maxEchoBytes = 240
+
+// clipMiddle shortens s to about maxEchoBytes by cutting out its middle, so
+// that both what was wrong (the start) and where (the end) survive while a
+// hostile member name of many kilobytes is not echoed back.
+func clipMiddle(s string) string {
+	if len(s) <= maxEchoBytes {
+		return s
+	}
+	head, tail := maxEchoBytes/2, len(s)-maxEchoBytes/2
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + "…" + s[tail:]
 }
 
 // Kind names a decoded JSON value's type for messages.
@@ -230,11 +253,11 @@ func Kind(v any) string {
 
 // Clip shortens a caller-supplied string before it is echoed in a message.
 func Clip(s string) string {
-	const max = 64
-	if len(s) <= max {
+	const limit = 64
+	if len(s) <= limit {
 		return s
 	}
-	cut := max
+	cut := limit
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

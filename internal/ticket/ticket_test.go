@@ -1,21 +1,54 @@
-package ticket_test
+package ticket
 
 import (
 	"testing"
-
-	"github.com/oncecall/oncecall/internal/ticket"
+	"time"
 )
 
-func TestNewIDIsAVersion4UUID(t *testing.T) {
+func TestNewID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		id := ticket.NewID()
-		if !ticket.ValidID(id) {
-			t.Fatalf("NewID() = %q, not a version 4 UUID", id)
+		id := NewID()
+		if !ValidID(id) {
+			t.Fatalf("NewID() = %q is not a version 4 UUID", id)
 		}
 		if seen[id] {
-			t.Fatalf("NewID() repeated %q", id)
+			t.Fatalf("NewID repeated %s", id)
 		}
 		seen[id] = true
+	}
+	for _, bad := range []string{"", "x", "0F8E6C1A-3B2D-4C5E-9F70-1A2B3C4D5E6F", "0f8e6c1a-3b2d-1c5e-9f70-1a2b3c4d5e6f", "0f8e6c1a3b2d4c5e9f701a2b3c4d5e6f"} {
+		if ValidID(bad) {
+			t.Errorf("ValidID(%q) = true", bad)
+		}
+	}
+}
+
+func TestFromArgumentsAndView(t *testing.T) {
+	tk := FromArguments(map[string]any{"title": "T", "tags": []any{"a", "b"}})
+	if tk.Title != "T" || tk.Priority != DefaultPriority || len(tk.Tags) != 2 || tk.Description != "" {
+		t.Fatalf("FromArguments = %+v", tk)
+	}
+	tk = FromArguments(map[string]any{"title": "T", "priority": "urgent", "description": "d"})
+	if tk.Priority != "urgent" || tk.Description != "d" {
+		t.Fatalf("FromArguments = %+v", tk)
+	}
+	tk.ID, tk.Tenant, tk.OperationKey = "id", "secret-tenant", "op-key"
+	tk.CreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))
+	v := tk.View()
+	if v.ID != "id" || v.CreatedAt != "2026-01-02T02:04:05Z" {
+		t.Fatalf("View = %+v", v)
+	}
+}
+
+func TestDefinitionsValidateTheirOwnExamples(t *testing.T) {
+	if v := Create.Validate(map[string]any{"title": "Cannot sign in", "priority": "high", "tags": []any{"auth"}}); len(v) > 0 {
+		t.Fatal(v)
+	}
+	if v := Get.Validate(map[string]any{"ticket_id": NewID()}); len(v) > 0 {
+		t.Fatal(v)
+	}
+	if v := Get.Validate(map[string]any{"ticket_id": "nope"}); len(v) != 1 {
+		t.Fatalf("malformed id accepted: %v", v)
 	}
 }

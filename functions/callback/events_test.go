@@ -1,0 +1,517 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/dynamotest"
+	"github.com/oncecall/oncecall/internal/eventset"
+	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/rie"
+)
+
+const (
+	eventsDir  = "../../events"
+	testSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-HookKeySecret-AbCdEf"
+	testTable  = "oncecall-Table-TEST"
+	// getSecretValue is the operation the cold start may send.
+	getSecretValue = "secretsmanager.GetSecretValue"
+	dynamoPrefix   = "DynamoDB_20120810."
+	invokeTimeout  = 30 * time.Second
+)
+
+// call is one request the function sent towards AWS.
+type call struct {
+	// Target is the X-Amz-Target operation, or "proxy <host>" for a
+	// request that tried to leave the machine.
+	Target string
+	Body   []byte
+}
+
+// awsEndpoint is where every request the function sends towards AWS ends
+// up in these tests, and what records it. The SDK reaches it through
+// AWS_ENDPOINT_URL; anything else that tries to leave the machine reaches
+// it through HTTP_PROXY and HTTPS_PROXY and is refused. It answers Secrets
+// Manager's GetSecretValue for one secret and passes DynamoDB requests
+// unchanged to the embedded DynamoDB-compatible store.
+type awsEndpoint struct {
+	srv   *httptest.Server
+	store *httputil.ReverseProxy
+
+	mu     sync.Mutex
+	secret string // the secret's value; "" answers ResourceNotFoundException
+	calls  []call
+}
+
+func newAWSEndpoint(t *testing.T, storeURL, secret string) *awsEndpoint {
+	t.Helper()
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &awsEndpoint{store: httputil.NewSingleHostReverseProxy(u), secret: secret}
+	a.srv = httptest.NewServer(a)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *awsEndpoint) record(c call) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, c)
+}
+
+// Calls returns the requests so far.
+func (a *awsEndpoint) Calls() []call {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.calls)
+}
+
+func (a *awsEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect || r.URL.IsAbs() {
+		a.record(call{Target: "proxy " + r.Host})
+		http.Error(w, "this test lets nothing leave the machine", http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	target := r.Header.Get("X-Amz-Target")
+	a.record(call{Target: target, Body: body})
+	switch {
+	case target == getSecretValue:
+		var in struct{ SecretId string }
+		_ = json.Unmarshal(body, &in)
+		a.mu.Lock()
+		value := a.secret
+		a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		if in.SecretId != testSecret || value == "" {
+			w.Header().Set("X-Amzn-ErrorType", "ResourceNotFoundException")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"ARN": testSecret, "Name": "oncecall-HookKeySecret", "SecretString": value,
+			"VersionId": "00000000-0000-4000-8000-000000000001", "VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7964e9,
+		})
+	case strings.HasPrefix(target, dynamoPrefix):
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		a.store.ServeHTTP(w, r)
+	default:
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"UnknownOperationException","Message":"not served in tests: %q"}`, target)
+	}
+}
+
+// freshStore starts an embedded store with the table and the demo users.
+func freshStore(t *testing.T, table string) *localdb.Server {
+	t.Helper()
+	db, err := localdb.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	client := dynamotest.NewClient(t, db.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := dynamo.EnsureTable(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localdb.SeedDemo(ctx, dynamo.New(client, table)); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// deployedEnv is the function's environment on AWS: template.yaml's
+// variables, with the references CloudFormation fills in, and the ones the
+// Lambda service sets. AWS endpoints point at a.
+func deployedEnv(t *testing.T, a *awsEndpoint) map[string]string {
+	t.Helper()
+	s := deploy(t, nil)
+	env := map[string]string{}
+	for k, v := range s.env(t) {
+		v = strings.NewReplacer("ref:Table", testTable, "ref:HookKeySecret", testSecret).Replace(v)
+		if strings.Contains(v, "ref:") || strings.Contains(v, "getatt:") {
+			t.Fatalf("%s=%s: a reference the test does not fill in", k, v)
+		}
+		env[k] = v
+	}
+	fn, _ := s.Typed.GetServerlessFunctionWithName("CallbackFunction")
+	maps.Copy(env, map[string]string{
+		// Set by Lambda from the function's configuration.
+		"AWS_LAMBDA_LOG_FORMAT":           *s.Logging.LogFormat,
+		"AWS_LAMBDA_LOG_LEVEL":            *s.Logging.ApplicationLogLevel,
+		"AWS_LAMBDA_FUNCTION_NAME":        "oncecall-CallbackFunction-TEST",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT":     fmt.Sprint(*fn.Timeout),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(*fn.MemorySize),
+		"AWS_REGION":                      "eu-west-1",
+		"AWS_DEFAULT_REGION":              "eu-west-1",
+		"AWS_ACCESS_KEY_ID":               "ASIAONCECALLTEST0001",
+		"AWS_SECRET_ACCESS_KEY":           "test-secret-access-key",
+		"AWS_SESSION_TOKEN":               "test-session-token",
+		// Where the SDK sends every service's requests, and where
+		// anything else bound off the machine goes.
+		"AWS_ENDPOINT_URL": a.srv.URL,
+		"HTTP_PROXY":       a.srv.URL, "HTTPS_PROXY": a.srv.URL,
+		"http_proxy": a.srv.URL, "https_proxy": a.srv.URL,
+	})
+	return env
+}
+
+// localEnv is the environment `make invoke` gives the function.
+func localEnv(storeURL string) map[string]string {
+	return map[string]string{
+		config.EnvTable:         testTable,
+		config.EnvEndpoint:      storeURL,
+		config.EnvHookKey:       localdb.DemoHookKey,
+		config.EnvRegion:        "us-east-1",
+		config.EnvMetrics:       "true",
+		"AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_FUNCTION_TIMEOUT": "10",
+	}
+}
+
+func startEmulator(t *testing.T, env map[string]string) *rie.Emulator {
+	t.Helper()
+	var list []string
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e, err := rie.Start(ctx, rie.Options{Emulator: emulatorPath, Bootstrap: bootstrapPath, Env: list})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+func invoke(t *testing.T, e *rie.Emulator, id string, ev []byte) rie.Invocation {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
+	defer cancel()
+	inv, err := e.Invoke(ctx, id, ev)
+	if err != nil {
+		t.Fatalf("invoke %s: %v\noutput: %q", id, err, e.Output())
+	}
+	return inv
+}
+
+func answer(t *testing.T, inv rie.Invocation) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	if inv.Status != http.StatusOK {
+		t.Fatalf("the emulator answered %d: %s\noutput: %q", inv.Status, inv.Body, inv.Output)
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(inv.Body, &resp); err != nil {
+		t.Fatalf("not an HTTP API v2 response: %v: %s", err, inv.Body)
+	}
+	return resp
+}
+
+// playAll runs every event of events/ in order against e and checks each
+// against events/expected.json. after, when set, runs after each event.
+func playAll(t *testing.T, e *rie.Emulator, after func(i int, c eventset.Case)) {
+	t.Helper()
+	m, err := eventset.Load(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Player()
+	for i, c := range m.Cases {
+		ev, err := p.Event(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := invoke(t, e, fmt.Sprintf("ev-%02d", i), ev)
+		resp := answer(t, inv)
+		if err := p.Check(c, eventset.Result{Response: resp, Output: inv.Output}); err != nil {
+			t.Error(err)
+		}
+		if !eventset.Metered(inv.Output) {
+			t.Errorf("%s: no EMF line in the output %q", c.Event, inv.Output)
+		}
+		if after != nil {
+			after(i, c)
+		}
+	}
+}
+
+// iamActions is what a DynamoDB request needs in IAM terms.
+func iamActions(t *testing.T, c call) []string {
+	t.Helper()
+	op := strings.TrimPrefix(c.Target, dynamoPrefix)
+	switch op {
+	case "TransactWriteItems":
+		var in struct{ TransactItems []map[string]json.RawMessage }
+		if err := json.Unmarshal(c.Body, &in); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, item := range in.TransactItems {
+			for kind := range item {
+				out = append(out, map[string]string{
+					"ConditionCheck": "dynamodb:ConditionCheckItem", "Put": "dynamodb:PutItem",
+					"Update": "dynamodb:UpdateItem", "Delete": "dynamodb:DeleteItem",
+				}[kind])
+			}
+		}
+		return out
+	case "TransactGetItems":
+		return []string{"dynamodb:GetItem"}
+	}
+	return []string{"dynamodb:" + op}
+}
+
+// tableNames collects every TableName in a request body.
+func tableNames(v any, out map[string]bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && k == "TableName" {
+				out[s] = true
+			}
+			tableNames(e, out)
+		}
+	case []any:
+		for _, e := range x {
+			tableNames(e, out)
+		}
+	}
+}
+
+// TestEventsOnTheDeployedConfiguration runs every event through the real
+// bootstrap under the emulator, configured exactly as template.yaml deploys
+// it: the hook key from Secrets Manager, the table by name, AWS's endpoints.
+// It also shows what the function sends over the network: at cold start
+// only the one secret read, then only the DynamoDB actions the template's
+// role allows, on the template's table.
+func TestEventsOnTheDeployedConfiguration(t *testing.T) {
+	db := freshStore(t, testTable)
+	a := newAWSEndpoint(t, db.URL, `{"current":"`+localdb.DemoHookKey+`"}`)
+	e := startEmulator(t, deployedEnv(t, a))
+
+	playAll(t, e, func(i int, c eventset.Case) {
+		if i != 0 {
+			return
+		}
+		// The first event is GET /functions, which needs no store: what
+		// was sent so far is the cold start's network work.
+		if c.Event != "functions.json" {
+			t.Fatalf("first event %s; the cold-start check needs functions.json first", c.Event)
+		}
+		calls := a.Calls()
+		if len(calls) != 1 || calls[0].Target != getSecretValue || !bytes.Contains(calls[0].Body, []byte(testSecret)) {
+			t.Errorf("cold start sent %d requests %v, want exactly one %s of %s", len(calls), targets(calls), getSecretValue, testSecret)
+		}
+	})
+
+	calls := a.Calls()
+	used := map[string]bool{}
+	tables := map[string]bool{}
+	secretReads := 0
+	for _, c := range calls {
+		switch {
+		case c.Target == getSecretValue:
+			secretReads++
+		case strings.HasPrefix(c.Target, dynamoPrefix):
+			for _, act := range iamActions(t, c) {
+				used[act] = true
+			}
+			var body any
+			_ = json.Unmarshal(c.Body, &body)
+			tableNames(body, tables)
+		default:
+			t.Errorf("the function sent %q, which is neither the secret read nor DynamoDB", c.Target)
+		}
+	}
+	if secretReads != 1 {
+		t.Errorf("%d secret reads among %d requests, want 1 (once per cold start, then cached)", secretReads, len(calls))
+	}
+	if !maps.Equal(tables, map[string]bool{testTable: true}) {
+		t.Errorf("requests named tables %v, want only %s", tables, testTable)
+	}
+	// Exactly the DynamoDB actions the role allows: none missing (the
+	// call would be denied on AWS), none unused (least privilege).
+	var roleDynamo []string
+	for act := range allowed(t, deploy(t, nil)) {
+		if strings.HasPrefix(act, "dynamodb:") {
+			roleDynamo = append(roleDynamo, act)
+		}
+	}
+	slices.Sort(roleDynamo)
+	if got := slices.Sorted(maps.Keys(used)); !slices.Equal(got, roleDynamo) {
+		t.Errorf("the events used DynamoDB actions %v; the role allows %v", got, roleDynamo)
+	}
+
+	// Secrets stay secret: neither the hook key nor any nonce appears in
+	// what the function printed.
+	for _, l := range e.Output() {
+		if strings.Contains(l, localdb.DemoHookKey) || strings.Contains(l, "$2a$") || strings.Contains(l, "$2b$") {
+			t.Errorf("the output shows a secret: %s", l)
+		}
+	}
+}
+
+func targets(calls []call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Target)
+	}
+	return out
+}
+
+// TestEventsOnTheLocalConfiguration runs every event with the configuration
+// `make invoke` uses: the hook key and the store endpoint from the
+// environment.
+func TestEventsOnTheLocalConfiguration(t *testing.T) {
+	db := freshStore(t, testTable)
+	e := startEmulator(t, localEnv(db.URL))
+	playAll(t, e, nil)
+}
+
+// TestColdStartFailsFast gives the deployed configuration one fault at a
+// time: the function must stop during its start, before any call is served,
+// with a message that names what is wrong, after no network work but the
+// secret read.
+func TestColdStartFailsFast(t *testing.T) {
+	ev, err := eventset.Load(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := ev.Case("functions.json")
+	event, err := ev.Player().Event(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		change  func(env map[string]string)
+		secret  string
+		message string
+		// reads is how many secret reads happen before the failure.
+		reads int
+	}{
+		{"table missing", func(e map[string]string) { delete(e, config.EnvTable) }, "", "TABLE_NAME: is required", 0},
+		{"no hook key at all", func(e map[string]string) { delete(e, config.EnvHookKeySecret) }, "", "HOOK_KEY: no hook key", 0},
+		{"hook key set beside the secret", func(e map[string]string) { e[config.EnvHookKey] = "typed-into-the-console" }, "", "HOOK_KEY: is set together with HOOK_KEY_SECRET_ARN", 0},
+		{"bad cost limit", func(e map[string]string) { e[config.EnvNonceMaxCost] = "31" }, "", "NONCE_MAX_COST: \"31\" must be an integer from 4 to 14", 0},
+		{"bad key policy", func(e map[string]string) { e[config.EnvKeyPolicy] = "create_ticket=once" }, "", "KEY_POLICY:", 0},
+		{"secret missing", nil, "", "read hook key secret", 1},
+		{"secret malformed", nil, `{"currnt":"oops-a-typo"}`, `hook key secret is JSON but not {"current"`, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			secret := tc.secret
+			if secret == "" && tc.reads == 0 {
+				secret = `{"current":"` + localdb.DemoHookKey + `"}`
+			}
+			a := newAWSEndpoint(t, "http://127.0.0.1:1", secret)
+			env := deployedEnv(t, a)
+			if tc.change != nil {
+				tc.change(env)
+			}
+			e := startEmulator(t, env)
+			inv := invoke(t, e, "cold", event)
+			if inv.Status == http.StatusOK {
+				t.Fatalf("the function served a call: %s", inv.Body)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := e.WaitOutput(ctx, "oncecall: ", 5*time.Second); err != nil {
+				t.Fatalf("no start-up error printed: %v\noutput %q", err, e.Output())
+			}
+			out := strings.Join(e.Output(), "\n")
+			if !strings.Contains(out, tc.message) {
+				t.Errorf("output %q lacks %q", out, tc.message)
+			}
+			if strings.Contains(out, "oops-a-typo") || strings.Contains(out, "typed-into-the-console") {
+				t.Errorf("the start-up error shows a secret: %s", out)
+			}
+			calls := a.Calls()
+			// The emulator retries a failed start once per invocation; each
+			// start reads the secret at most once.
+			for _, c := range calls {
+				if c.Target != getSecretValue {
+					t.Errorf("a failing start sent %q", c.Target)
+				}
+			}
+			if tc.reads == 0 && len(calls) != 0 {
+				t.Errorf("%d requests before the configuration was refused, want none", len(calls))
+			}
+			if tc.reads > 0 && len(calls) == 0 {
+				t.Error("no secret read")
+			}
+		})
+	}
+}
+
+// TestHookKeyRotation: during a rotation the secret holds the new key as
+// current and the old one as previous, and nonces of either are accepted.
+func TestHookKeyRotation(t *testing.T) {
+	const newKey = "rotated-hook-key-5f1e9a7c3b2d4e6f8a0b1c2d"
+	db := freshStore(t, testTable)
+	a := newAWSEndpoint(t, db.URL, `{"current":"`+newKey+`","previous":"`+localdb.DemoHookKey+`"}`)
+	e := startEmulator(t, deployedEnv(t, a))
+	m, err := eventset.Load(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := m.Case("functions.json")
+	old, err := m.Player().Event(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withNonce := func(key string) []byte {
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(old, &ev); err != nil {
+			t.Fatal(err)
+		}
+		h, err := nonce.Generate(key, nonce.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Headers["x-request-nonce"] = h
+		b, _ := json.Marshal(ev)
+		return b
+	}
+	for i, tc := range []struct {
+		name   string
+		event  []byte
+		status int
+	}{
+		{"old key, as AIVAX still sends", old, http.StatusOK},
+		{"new key, once AIVAX has it", withNonce(newKey), http.StatusOK},
+		{"any other key", withNonce("some-other-hook-key"), http.StatusForbidden},
+	} {
+		resp := answer(t, invoke(t, e, fmt.Sprintf("rot-%d", i), tc.event))
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, resp.Body, tc.status)
+		}
+	}
+}

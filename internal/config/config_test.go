@@ -1,0 +1,176 @@
+package config_test
+
+import (
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/nonce"
+)
+
+const secretARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-hook-key-AbCdEf"
+
+// env is a getenv over a map.
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// lambdaEnv is a complete, valid Lambda environment; tests change one
+// variable at a time.
+func lambdaEnv() map[string]string {
+	return map[string]string{
+		config.EnvTable:         "oncecall-Table-1ABC",
+		config.EnvHookKeySecret: secretARN,
+		config.EnvRegion:        "eu-west-1",
+	}
+}
+
+func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
+	e := lambdaEnv()
+	e[config.EnvNonceMaxCost] = "12"
+	e[config.EnvRetention] = "48h"
+	e[config.EnvKeyPolicy] = "create_ticket=request"
+	e[config.EnvUserCacheTTL] = "0"
+	e[config.EnvLogLevel] = "DEBUG"
+	e[config.EnvPublicURL] = "https://api.example.com"
+	e[config.EnvMetrics] = "true"
+	e[config.EnvMetricsNS] = "oncecall-prod"
+	e[config.EnvFunctionName] = "oncecall-CallbackFunction-XYZ"
+	c, err := config.Load(env(e), config.Lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Config{
+		Table: "oncecall-Table-1ABC", Region: "eu-west-1", HookKeySecretARN: secretARN,
+		NonceMaxCost: 12, Retention: 48 * time.Hour, UserCacheTTL: 0, LogLevel: slog.LevelDebug,
+		PublicURL: "https://api.example.com", Metrics: true, MetricsNamespace: "oncecall-prod",
+		FunctionName: "oncecall-CallbackFunction-XYZ",
+	}
+	if c.Policies.For("create_ticket") != idempotency.PolicyRequest || c.Policies.For("get_ticket") != idempotency.PolicyArguments {
+		t.Errorf("policies = %v", c.Policies)
+	}
+	c.Policies = nil
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)
+	}
+}
+
+func TestLoadLambdaDefaults(t *testing.T) {
+	c, err := config.Load(env(lambdaEnv()), config.Lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NonceMaxCost != nonce.DefaultMaxCost || c.Retention != 24*time.Hour || c.UserCacheTTL != config.DefaultUserCacheTTL ||
+		c.LogLevel != slog.LevelInfo || c.Metrics || c.MetricsNamespace != "oncecall" || c.HookKey != "" || c.Endpoint != "" {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+// TestLoadRefusesEveryBadSetting changes one variable of a valid
+// environment at a time: each must stop the start with a message that names
+// the variable and says what it accepts, and must not echo a hook key.
+func TestLoadRefusesEveryBadSetting(t *testing.T) {
+	longKey := strings.Repeat("k", nonce.MaxKeyBytes+1)
+	cases := []struct {
+		name string
+		set  map[string]string
+		drop []string
+		// want are fragments of the message, the variable name first.
+		want []string
+	}{
+		{"missing table", nil, []string{config.EnvTable}, []string{"TABLE_NAME", "is required"}},
+		{"short table", map[string]string{config.EnvTable: "ab"}, nil, []string{"TABLE_NAME", "3-255"}},
+		{"table with a slash", map[string]string{config.EnvTable: "a/b/c"}, nil, []string{"TABLE_NAME", "a-z A-Z 0-9 _ - ."}},
+		{"long table", map[string]string{config.EnvTable: strings.Repeat("t", 256)}, nil, []string{"TABLE_NAME", "3-255"}},
+		{"endpoint without scheme", map[string]string{config.EnvEndpoint: "localhost:8000"}, nil, []string{"DYNAMODB_ENDPOINT", "http:// or https://"}},
+		{"secret not an ARN", map[string]string{config.EnvHookKeySecret: "oncecall-hook-key"}, nil, []string{"HOOK_KEY_SECRET_ARN", "secret ARN"}},
+		{"no hook key at all", nil, []string{config.EnvHookKeySecret}, []string{"HOOK_KEY", "HOOK_KEY_SECRET_ARN"}},
+		{"key beside the secret", map[string]string{config.EnvHookKey: "a-key-from-the-console"}, nil, []string{"HOOK_KEY", "together with HOOK_KEY_SECRET_ARN", "set one"}},
+		{"previous key beside the secret", map[string]string{config.EnvHookKeyPrev: "an-old-key"}, nil, []string{"HOOK_KEY_PREVIOUS", "together with HOOK_KEY_SECRET_ARN"}},
+		{"hook key too long", map[string]string{config.EnvHookKey: longKey}, []string{config.EnvHookKeySecret}, []string{"HOOK_KEY", "73 bytes", "at most 72"}},
+		{"previous key too long", map[string]string{config.EnvHookKey: "short", config.EnvHookKeyPrev: longKey}, []string{config.EnvHookKeySecret}, []string{"HOOK_KEY_PREVIOUS", "at most 72"}},
+		{"cost not a number", map[string]string{config.EnvNonceMaxCost: "ten"}, nil, []string{"NONCE_MAX_COST", "4 to 14"}},
+		{"cost too low", map[string]string{config.EnvNonceMaxCost: "3"}, nil, []string{"NONCE_MAX_COST", "4 to 14"}},
+		{"cost too high", map[string]string{config.EnvNonceMaxCost: "15"}, nil, []string{"NONCE_MAX_COST", "4 to 14"}},
+		{"retention not a duration", map[string]string{config.EnvRetention: "1 day"}, nil, []string{"RETENTION", "duration", "24h"}},
+		{"retention too short", map[string]string{config.EnvRetention: "30s"}, nil, []string{"RETENTION", "1m0s"}},
+		{"retention too long", map[string]string{config.EnvRetention: "9000h"}, nil, []string{"RETENTION", "8760h0m0s"}},
+		{"cache TTL not a duration", map[string]string{config.EnvUserCacheTTL: "soon"}, nil, []string{"USER_CACHE_TTL", "0 (no cache) to 10m0s"}},
+		{"cache TTL negative", map[string]string{config.EnvUserCacheTTL: "-1s"}, nil, []string{"USER_CACHE_TTL", "0 (no cache)"}},
+		{"cache TTL too long", map[string]string{config.EnvUserCacheTTL: "11m"}, nil, []string{"USER_CACHE_TTL", "10m0s"}},
+		{"policy for an unknown function", map[string]string{config.EnvKeyPolicy: "delete_ticket=request"}, nil, []string{"KEY_POLICY", "unknown function", "create_ticket, get_ticket"}},
+		{"unknown policy", map[string]string{config.EnvKeyPolicy: "create_ticket=strict"}, nil, []string{"KEY_POLICY", `"arguments" or "request"`}},
+		{"policy without =", map[string]string{config.EnvKeyPolicy: "create_ticket"}, nil, []string{"KEY_POLICY", "function=policy"}},
+		{"log level", map[string]string{config.EnvLogLevel: "LOUD"}, nil, []string{"LOG_LEVEL", "DEBUG, INFO, WARN or ERROR"}},
+		{"public URL", map[string]string{config.EnvPublicURL: "api.example.com"}, nil, []string{"PUBLIC_URL", "http(s) URL"}},
+		{"metrics flag", map[string]string{config.EnvMetrics: "yes please"}, nil, []string{"METRICS", "true or false"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := lambdaEnv()
+			for _, k := range tc.drop {
+				delete(e, k)
+			}
+			for k, v := range tc.set {
+				e[k] = v
+			}
+			c, err := config.Load(env(e), config.Lambda)
+			if err == nil {
+				t.Fatalf("Load accepted it: %+v", c)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "configuration: ") {
+				t.Errorf("message %q does not say it is the configuration", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("message %q lacks %q", msg, w)
+				}
+			}
+			if !strings.Contains(msg, tc.want[0]+": ") {
+				t.Errorf("message %q does not lead with the variable %s", msg, tc.want[0])
+			}
+			for _, k := range []string{config.EnvHookKey, config.EnvHookKeyPrev} {
+				if v := e[k]; v != "" && strings.Contains(msg, v) {
+					t.Errorf("message echoes the value of %s", k)
+				}
+			}
+			if !reflect.DeepEqual(c, config.Config{}) {
+				t.Errorf("a refused configuration was returned: %+v", c)
+			}
+		})
+	}
+}
+
+func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
+	e := map[string]string{config.EnvNonceMaxCost: "99", config.EnvRetention: "forever", config.EnvMetrics: "maybe"}
+	_, err := config.Load(env(e), config.Lambda)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, name := range []string{"TABLE_NAME", "HOOK_KEY", "NONCE_MAX_COST", "RETENTION", "METRICS"} {
+		if !strings.Contains(err.Error(), name+":") {
+			t.Errorf("%s missing from %q", name, err)
+		}
+	}
+}
+
+func TestLoadLocalDefaultKeyGivesWayToASecret(t *testing.T) {
+	base := config.Defaults
+	base.HookKey = "local-default"
+	c, err := config.Load(env(map[string]string{config.EnvHookKeySecret: secretARN}), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HookKey != "" || c.HookKeySecretARN != secretARN {
+		t.Errorf("HookKey=%q secret=%q: the secret must be the only source", c.HookKey, c.HookKeySecretARN)
+	}
+	c, err = config.Load(env(nil), base)
+	if err != nil || c.HookKey != "local-default" || c.Table != "oncecall" {
+		t.Errorf("local defaults: %+v, %v", c, err)
+	}
+}

@@ -1,0 +1,45 @@
+package hostile
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCheckCatchesWrongAnswers feeds Check answers that break each rule, so
+// the catalogue's assertions are known to bite.
+func TestCheckCatchesWrongAnswers(t *testing.T) {
+	refusal := Case{Status: 200, Outcome: "rejected", Code: "invalid_arguments", Fix: "title is required"}
+	created := Case{Status: 200, Outcome: "created", Deduplicated: true, Authorized: true}
+	const secret = "5b0c0000-0000-4000-8000-000000000000"
+	cases := []struct {
+		name string
+		c    Case
+		raw  string
+		sent string
+		says string
+	}{
+		{"not JSON", refusal, `nope`, ``, "not JSON"},
+		{"wrong status", refusal, `{"status":"created"}`, ``, "want 200"},
+		{"wrong code", refusal, `{"status":"rejected","error":{"code":"other","message":"title is required"}}`, ``, `want code "invalid_arguments"`},
+		{"no fix", refusal, `{"status":"rejected","error":{"code":"invalid_arguments","message":"bad"}}`, ``, "does not say"},
+		{"too long", refusal, `{"status":"rejected","error":{"code":"invalid_arguments","message":"title is required` + strings.Repeat(" ", MaxAnswerBytes) + `"}}`, ``, "a refusal of"},
+		{"leaked id", refusal, `{"status":"rejected","error":{"code":"invalid_arguments","message":"title is required ` + secret + `"}}`, ``, "ticket id leaked"},
+		{"leaked title", refusal, `{"status":"rejected","error":{"code":"invalid_arguments","message":"title is required ` + SecretTitle + `"}}`, ``, "title leaked"},
+		{"not a replay", created, `{"status":"created","ticket_id":"` + secret + `","deduplicated":false}`, ``, "want deduplicated true"},
+		{"another ticket", created, `{"status":"created","ticket_id":"x","deduplicated":true}`, ``, "want the seeded"},
+	}
+	for _, c := range cases {
+		wrong := c.c.Check(200, []byte(c.raw), []byte(c.sent), secret)
+		if len(wrong) == 0 || !strings.Contains(strings.Join(wrong, "; "), c.says) {
+			t.Errorf("%s: Check = %q, want it to say %q", c.name, wrong, c.says)
+		}
+	}
+	echo := `{"status":"rejected","error":{"code":"invalid_arguments","message":"title is required ` + secret + `"}}`
+	if wrong := refusal.Check(200, []byte(echo), []byte(`{"x":"`+secret+`"}`), secret); len(wrong) != 0 {
+		t.Errorf("echoing what the caller sent is not a leak: %q", wrong)
+	}
+	ok := `{"status":"created","ticket_id":"` + secret + `","deduplicated":true}`
+	if wrong := created.Check(200, []byte(ok), nil, secret); len(wrong) != 0 {
+		t.Errorf("a right answer: %q", wrong)
+	}
+}

@@ -1,0 +1,126 @@
+package idempotency
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/canonjson"
+)
+
+func parse(t *testing.T, s string) map[string]any {
+	t.Helper()
+	v, err := canonjson.Parse([]byte(s), canonjson.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(map[string]any)
+}
+
+func TestDeriveIsTheHashOfTheCanonicalTuple(t *testing.T) {
+	k, err := Derive(PolicyArguments, "tenant-a", "request-example", "create_ticket", parse(t, `{"title":"Cannot sign in","a":[1,2.50]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuple := `["tenant-a","request-example","create_ticket",{"a":[1,2.5],"title":"Cannot sign in"}]`
+	sum := sha256.Sum256([]byte(tuple))
+	if k.ID != hex.EncodeToString(sum[:]) {
+		t.Fatalf("key %s is not SHA-256 of %s", k.ID, tuple)
+	}
+	fp := sha256.Sum256([]byte(`{"a":[1,2.5],"title":"Cannot sign in"}`))
+	if k.Fingerprint != hex.EncodeToString(fp[:]) {
+		t.Fatalf("fingerprint %s", k.Fingerprint)
+	}
+}
+
+func TestDeriveSeparatesEveryComponent(t *testing.T) {
+	args := parse(t, `{"title":"x"}`)
+	base, _ := Derive(PolicyArguments, "t", "r", "f", args)
+	for name, k := range map[string]Key{
+		"tenant":   must(Derive(PolicyArguments, "t2", "r", "f", args)),
+		"request":  must(Derive(PolicyArguments, "t", "r2", "f", args)),
+		"function": must(Derive(PolicyArguments, "t", "r", "f2", args)),
+		"argument": must(Derive(PolicyArguments, "t", "r", "f", parse(t, `{"title":"y"}`))),
+		// A component boundary cannot be moved by the values.
+		"shifted": must(Derive(PolicyArguments, "t\",\"r", "", "f", args)),
+		"policy":  must(Derive(PolicyRequest, "t", "r", "f", args)),
+	} {
+		if k.ID == base.ID {
+			t.Errorf("changing the %s did not change the key", name)
+		}
+	}
+	same := must(Derive(PolicyArguments, "t", "r", "f", parse(t, ` { "title" : "x" } `)))
+	if same.ID != base.ID {
+		t.Error("whitespace changed the key")
+	}
+}
+
+func TestRequestPolicyIgnoresArgumentsButKeepsTheFingerprint(t *testing.T) {
+	a := must(Derive(PolicyRequest, "t", "r", "f", map[string]any{"title": "x"}))
+	b := must(Derive(PolicyRequest, "t", "r", "f", map[string]any{"title": "y"}))
+	if a.ID != b.ID || a.Fingerprint == b.Fingerprint {
+		t.Fatalf("request policy: %+v %+v", a, b)
+	}
+}
+
+func must(k Key, err error) Key {
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+func TestParsePolicies(t *testing.T) {
+	known := []string{"create_ticket", "get_ticket"}
+	p, err := ParsePolicies(" create_ticket = request ", known)
+	if err != nil || p.For("create_ticket") != PolicyRequest || p.For("get_ticket") != PolicyArguments {
+		t.Fatalf("ParsePolicies = %v, %v", p, err)
+	}
+	if p, err := ParsePolicies("", known); err != nil || len(p) != 0 {
+		t.Fatalf("empty: %v %v", p, err)
+	}
+	for in, says := range map[string]string{
+		"create_ticket=once": `policy must be "arguments" or "request"`,
+		"drop_db=request":    `unknown function "drop_db"`,
+		"create_ticket":      "want function=policy",
+	} {
+		if _, err := ParsePolicies(in, known); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("ParsePolicies(%q) = %v, want %q", in, err, says)
+		}
+	}
+}
+
+func TestReplay(t *testing.T) {
+	rec := &Record{UserID: "u1", State: Completed, Fingerprint: "fp"}
+	cases := []struct {
+		rec        Record
+		user, fp   string
+		want       Verdict
+		wantString string
+	}{
+		{*rec, "u1", "fp", Duplicate, "duplicate"},
+		{*rec, "u2", "fp", Conflict, "conflict"},
+		{Record{UserID: "u2", State: Pending}, "u1", "fp", Conflict, "conflict beats pending"},
+		{Record{UserID: "u1", State: Pending, Fingerprint: "fp"}, "u1", "fp", InProgress, "pending"},
+		{Record{UserID: "u1", State: Pending, Fingerprint: "other"}, "u1", "fp", InProgress, "pending with other arguments"},
+		{*rec, "u1", "other", Reused, "reused"},
+	}
+	for _, c := range cases {
+		if got := Replay(&c.rec, c.user, c.fp); got != c.want {
+			t.Errorf("%s: Replay = %v, want %v", c.wantString, got, c.want)
+		}
+	}
+}
+
+func TestLive(t *testing.T) {
+	at := time.Unix(1000, 0)
+	r := Record{ExpiresAt: at}
+	if !r.Live(at) || !r.Live(at.Add(-time.Second)) || r.Live(at.Add(time.Second)) {
+		t.Fatal("window boundary wrong")
+	}
+	if !(&Record{}).Live(at.Add(100 * 365 * 24 * time.Hour)) {
+		t.Fatal("a record without expiry expired")
+	}
+}

@@ -1,0 +1,305 @@
+package loadtest_test
+
+// These tests start the real server binary (cmd/oncecall, built by the test
+// with go build) on free loopback ports and talk to it over HTTP, from this
+// process and from separate client processes (cmd/oncecall-load), then count
+// items in the store it used.
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/oncecall/oncecall/internal/dynamotest"
+	"github.com/oncecall/oncecall/internal/loadtest"
+	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/nonce"
+)
+
+var serverBin, loadBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "oncecall-loadtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	bins, err := loadtest.Build(ctx, dir, "oncecall", "oncecall-load")
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	serverBin, loadBin = bins[0], bins[1]
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var (
+	nonceOnce sync.Once
+	testNonce string
+)
+
+// validNonce is a cheap (cost 4) nonce of the demo hook key; the server
+// accepts costs up to 10 and takes the same path for all of them.
+func validNonce(t testing.TB) string {
+	nonceOnce.Do(func() {
+		var err error
+		if testNonce, err = nonce.Generate(localdb.DemoHookKey, nonce.MinCost); err != nil {
+			panic(err)
+		}
+	})
+	return testNonce
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// startServer runs the server binary. With DYNAMODB_ENDPOINT set it uses
+// that store (and a table of its own, deleted afterwards); otherwise its own
+// embedded store.
+func startServer(t *testing.T, env ...string) *loadtest.Server {
+	t.Helper()
+	env = append([]string{"HOOK_KEY=" + localdb.DemoHookKey, "LOG_LEVEL=INFO"}, env...)
+	if dynamotest.External() && !hasVar(env, "DYNAMODB_ENDPOINT") {
+		table := "oncecall-test-" + randomHex(6)
+		env = append(env, "DYNAMODB_ENDPOINT="+os.Getenv(dynamotest.EnvEndpoint), "TABLE_NAME="+table)
+		t.Cleanup(func() { dropTable(t, os.Getenv(dynamotest.EnvEndpoint), table) })
+	}
+	s, err := loadtest.Start(serverBin, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func hasVar(env []string, name string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+func dropTable(t *testing.T, endpoint, table string) {
+	c := dynamotest.NewClient(t, endpoint, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _ = c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+}
+
+// storeOf is the server's table, read with a real SDK client.
+func storeOf(t *testing.T, s *loadtest.Server) *dynamotest.Env {
+	return &dynamotest.Env{Client: dynamotest.NewClient(t, s.Endpoint, nil), Table: s.Table, Endpoint: s.Endpoint}
+}
+
+// TestTwoProcessesTenIdenticalCalls releases ten identical calls at once
+// from two client processes, five each: one creates the ticket, nine are
+// answered with it, deduplicated, and the store holds one ticket.
+func TestTwoProcessesTenIdenticalCalls(t *testing.T) {
+	s := startServer(t)
+	type proc struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		out   *bufio.Scanner
+	}
+	procs := make([]proc, 2)
+	for i := range procs {
+		cmd := exec.Command(loadBin, "client", "-url", s.URL+"/callback", "-nonce", validNonce(t),
+			"-user", "user-a", "-request-id", "r-two-processes", "-args", `{"title":"Cannot sign in","priority":"high"}`, "-n", "5")
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		procs[i] = proc{cmd, stdin, bufio.NewScanner(stdout)}
+	}
+	for i, p := range procs {
+		if !p.out.Scan() || p.out.Text() != "ready" {
+			t.Fatalf("client %d did not get ready: %q", i, p.out.Text())
+		}
+	}
+	for _, p := range procs { // release both
+		if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var results []loadtest.Result
+	for i, p := range procs {
+		for p.out.Scan() {
+			var r loadtest.Result
+			if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
+				t.Fatalf("client %d printed %q", i, p.out.Text())
+			}
+			results = append(results, r)
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+	}
+	if len(results) != 10 {
+		t.Fatalf("%d results, want 10", len(results))
+	}
+	outcomes := map[string]int{}
+	for _, r := range results {
+		if r.Status != http.StatusOK || r.TicketID != results[0].TicketID || r.TicketID == "" {
+			t.Fatalf("results differ: %+v vs %+v", r, results[0])
+		}
+		outcomes[r.Outcome]++
+	}
+	if outcomes["created"] != 1 || outcomes["deduplicated"] != 9 {
+		t.Fatalf("outcomes %v, want 1 created and 9 deduplicated", outcomes)
+	}
+	store := storeOf(t, s)
+	if n := store.Count(t, "ticket"); n != 1 {
+		t.Fatalf("%d ticket items, want 1", n)
+	}
+	if n := store.Count(t, "operation"); n != 1 {
+		t.Fatalf("%d operation items, want 1", n)
+	}
+}
+
+// TestMixedRun sends 1,000 calls over 100 operations of three users in two
+// tenants, 16 at a time, and compares every answer with the store.
+func TestMixedRun(t *testing.T) {
+	s := startServer(t)
+	const calls, ops = 1000, 100
+	prefix := "mixed-" + randomHex(4)
+	plan, err := loadtest.Mixed(loadtest.Plan{Calls: calls, Ops: ops, Prefix: prefix, Seed: uint64(time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	hc := loadtest.NewClient(16)
+	results := loadtest.Run(ctx, hc, s.URL+"/callback", []string{validNonce(t)}, plan, 16)
+	hc.CloseIdleConnections()
+	store := storeOf(t, s)
+	stored, err := loadtest.StoredTickets(ctx, store.Client, s.Table, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := loadtest.Tally(plan, results, stored)
+	t.Logf("\n%s", report)
+	if err := report.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if report.Requests != calls || report.Operations != ops {
+		t.Fatalf("%d requests over %d operations, want %d over %d", report.Requests, report.Operations, calls, ops)
+	}
+	if n := store.Count(t, "operation"); n != ops {
+		t.Fatalf("%d operation items for %d operations", n, ops)
+	}
+	if report.Rejected == 0 || report.NotFound == 0 || report.Deduplicated < calls/2 {
+		t.Fatalf("the run was not mixed: %+v", report)
+	}
+	logs := s.Logs()
+	for _, secret := range []string{validNonce(t), localdb.DemoHookKey, "Load " + prefix, "Generated by the load run"} {
+		if strings.Contains(logs, secret) {
+			t.Fatalf("the server log contains %q", secret)
+		}
+	}
+}
+
+// TestRestartReusesStoredResult crashes the server (SIGKILL) after a call
+// and starts a new process against the same persistent store: the repeat
+// is answered from the store. The store is DYNAMODB_ENDPOINT when set, else
+// the embedded one this test binary runs (it outlives both servers).
+func TestRestartReusesStoredResult(t *testing.T) {
+	endpoint, _ := dynamotest.Endpoint(t)
+	table := "oncecall-test-" + randomHex(6)
+	t.Cleanup(func() { dropTable(t, endpoint, table) })
+	env := []string{"DYNAMODB_ENDPOINT=" + endpoint, "TABLE_NAME=" + table}
+	call := loadtest.Identical(1, "user-a", "r-restart", map[string]any{"title": "Survives a restart"})[0]
+	hc := loadtest.NewClient(1)
+
+	first := startServer(t, env...)
+	a := loadtest.Do(context.Background(), hc, first.URL+"/callback", validNonce(t), call)
+	if a.Status != 200 || a.Outcome != "created" {
+		t.Fatalf("first call: %+v", a)
+	}
+	first.Kill()
+	hc.CloseIdleConnections()
+
+	second := startServer(t, env...)
+	b := loadtest.Do(context.Background(), hc, second.URL+"/callback", validNonce(t), call)
+	if b.Status != 200 || b.Outcome != "deduplicated" || b.TicketID != a.TicketID {
+		t.Fatalf("after the restart: %+v; first answer %+v", b, a)
+	}
+	store := storeOf(t, second)
+	if n := store.Count(t, "ticket"); n != 1 {
+		t.Fatalf("%d tickets, want 1", n)
+	}
+}
+
+// TestOversizedHeaderOnTheServer sends a one-megabyte nonce to the real
+// server: net/http refuses it (431) before the handler, under the server's
+// 16 KiB header limit (net/http allows 4 KiB above it), and nothing is
+// written. The request is written on a raw connection while the answer is
+// read, because the server answers and closes long before a megabyte of
+// header has been sent, and an HTTP client that writes first would see the
+// closed connection instead of the answer.
+func TestOversizedHeaderOnTheServer(t *testing.T) {
+	s := startServer(t)
+	body := loadtest.Identical(1, "user-a", "r-big-header", map[string]any{"title": "x"})[0].Body
+	for _, size := range []int{24 << 10, 1 << 20} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		go func() {
+			_, _ = fmt.Fprintf(conn, "POST /callback HTTP/1.1\r\nHost: oncecall\r\nContent-Type: application/json\r\n"+
+				"X-Request-Nonce: %s\r\nContent-Length: %d\r\n\r\n%s", strings.Repeat("$", size), len(body), body)
+		}()
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%d-byte header: no answer: %v", size, err)
+		}
+		res.Body.Close()
+		conn.Close()
+		if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("%d-byte header: status %d", size, res.StatusCode)
+		}
+	}
+	store := storeOf(t, s)
+	if store.Count(t, "ticket") != 0 || store.Count(t, "operation") != 0 {
+		t.Fatal("an oversized header wrote something")
+	}
+	// The server still serves.
+	ok := loadtest.Do(context.Background(), http.DefaultClient, s.URL+"/callback", validNonce(t), loadtest.Call{Body: body})
+	if ok.Status != 200 || ok.Outcome != "created" {
+		t.Fatalf("after the oversized headers: %+v", ok)
+	}
+}

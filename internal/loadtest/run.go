@@ -1,0 +1,109 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Result is what one call got.
+type Result struct {
+	// Op is the call's operation ("" for calls that create nothing).
+	Op string `json:"op,omitempty"`
+	// Status is the HTTP status; 0 when no answer arrived.
+	Status int `json:"status"`
+	// Outcome is the answer's status member, or "deduplicated" for a replay
+	// of a created ticket.
+	Outcome  string `json:"outcome,omitempty"`
+	Code     string `json:"code,omitempty"`
+	TicketID string `json:"ticket_id,omitempty"`
+	// Err is the transport error, when no answer arrived.
+	Err string `json:"err,omitempty"`
+}
+
+// NonceHeader is the header the server authenticates with.
+const NonceHeader = "X-Request-Nonce"
+
+// CallTimeout bounds one call, so that a run always ends.
+const CallTimeout = 30 * time.Second
+
+// NewClient returns an HTTP client that keeps a connection per worker.
+func NewClient(concurrency int) *http.Client {
+	return &http.Client{Timeout: CallTimeout, Transport: &http.Transport{
+		MaxIdleConns: concurrency, MaxIdleConnsPerHost: concurrency, IdleConnTimeout: 30 * time.Second,
+	}}
+}
+
+// Run sends calls to url with concurrency workers, the nonces used in turn,
+// and returns the results in call order. It stops sending when ctx ends.
+func Run(ctx context.Context, client *http.Client, url string, nonces []string, calls []Call, concurrency int) []Result {
+	results := make([]Result, len(calls))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(concurrency, 1) {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = Do(ctx, client, url, nonces[i%len(nonces)], calls[i])
+			}
+		})
+	}
+feed:
+	for i := range calls {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			for j := i; j < len(calls); j++ {
+				results[j] = Result{Op: calls[j].Op, Err: "not sent: " + ctx.Err().Error()}
+			}
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// Do sends one call.
+func Do(ctx context.Context, client *http.Client, url, nonce string, c Call) Result {
+	r := Result{Op: c.Op}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(c.Body))
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(NonceHeader, nonce)
+	res, err := client.Do(req)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	r.Status = res.StatusCode
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	var a struct {
+		Status       string `json:"status"`
+		TicketID     string `json:"ticket_id"`
+		Deduplicated bool   `json:"deduplicated"`
+		Error        struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		r.Err = "answer is not JSON"
+		return r
+	}
+	r.Outcome, r.TicketID, r.Code = a.Status, a.TicketID, a.Error.Code
+	if a.Status == "created" && a.Deduplicated {
+		r.Outcome = "deduplicated"
+	}
+	return r
+}

@@ -1,0 +1,98 @@
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Metric names besides the outcomes.
+const (
+	// Calls is 1 on every line.
+	Calls = "calls"
+	// Latency is the call's duration in milliseconds.
+	Latency = "latency"
+	// Dimension names the dimension every metric carries.
+	Dimension = "FunctionName"
+)
+
+// EMF writes one Embedded Metric Format line per observation. It is safe
+// for concurrent use; each line is written with a single Write call.
+type EMF struct {
+	w         io.Writer
+	namespace string
+	service   string
+	outcomes  []string
+	// Now is the clock stamped on each line; tests replace it.
+	Now func() time.Time
+
+	mu  sync.Mutex
+	buf []byte
+}
+
+// New returns an EMF recorder writing to w, in CloudWatch namespace
+// namespace, with service (the Lambda function name) as the dimension
+// value. outcomes are the outcome metrics every line carries.
+func New(w io.Writer, namespace, service string, outcomes []string) *EMF {
+	if service == "" {
+		service = "oncecall"
+	}
+	return &EMF{w: w, namespace: namespace, service: service, outcomes: slices.Clone(outcomes), Now: time.Now}
+}
+
+type metricDef struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type directive struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []metricDef `json:"Metrics"`
+}
+
+type metadata struct {
+	Timestamp         int64       `json:"Timestamp"`
+	CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
+}
+
+// Observe writes the line for one call. An outcome that is not one of the
+// recorder's outcomes still counts in Calls and Latency. Write errors are
+// dropped: metrics never fail a call.
+func (e *EMF) Observe(function, outcome string, status int, d time.Duration) {
+	defs := make([]metricDef, 0, len(e.outcomes)+2)
+	line := make(map[string]any, len(e.outcomes)+8)
+	for _, o := range e.outcomes {
+		defs = append(defs, metricDef{Name: o, Unit: "Count"})
+		v := 0
+		if o == outcome {
+			v = 1
+		}
+		line[o] = v
+	}
+	defs = append(defs, metricDef{Name: Calls, Unit: "Count"}, metricDef{Name: Latency, Unit: "Milliseconds"})
+	line[Calls] = 1
+	line[Latency] = float64(d.Microseconds()) / 1000
+	line[Dimension] = e.service
+	line["outcome"] = outcome
+	line["status"] = status
+	if function != "" {
+		line["function"] = function
+	}
+	line["_aws"] = metadata{
+		Timestamp: e.Now().UnixMilli(),
+		CloudWatchMetrics: []directive{{
+			Namespace: e.namespace, Dimensions: [][]string{{Dimension}}, Metrics: defs,
+		}},
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	e.buf = append(append(e.buf[:0], b...), '\n')
+	_, _ = e.w.Write(e.buf)
+}

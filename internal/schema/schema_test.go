@@ -1,0 +1,107 @@
+package schema
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+var fn = &Function{
+	Name: "f",
+	Params: []Param{
+		{Name: "title", Kind: String, Required: true, MinLength: 1, MaxLength: 5, Description: "A title."},
+		{Name: "body", Kind: String, MaxLength: 20, Multiline: true, Description: "Text."},
+		{Name: "level", Kind: String, Enum: []string{"a", "b"}, Description: "A level."},
+		{Name: "code", Kind: String, Pattern: NewPattern(`^[0-9]{3}$`), PatternHint: "three digits", Description: "A code."},
+		{Name: "tags", Kind: StringList, MaxItems: 2, MinLength: 1, MaxLength: 3, Description: "Tags."},
+	},
+}
+
+func TestValidateAccepts(t *testing.T) {
+	ok := []map[string]any{
+		{"title": "x"},
+		{"title": "héllo", "body": "a\nb\tc", "level": "b", "code": "123", "tags": []any{"x", "yz"}},
+		{"title": "x", "body": nil}, // null counts as absent
+	}
+	for _, args := range ok {
+		if v := fn.Validate(args); len(v) > 0 {
+			t.Errorf("Validate(%v) = %v", args, v)
+		}
+	}
+}
+
+func TestValidateRefuses(t *testing.T) {
+	cases := []struct {
+		args map[string]any
+		says string
+	}{
+		{map[string]any{}, "title is required: A title."},
+		{map[string]any{"title": ""}, "title is empty"},
+		{map[string]any{"title": "toolong"}, "title is 7 characters; shorten it to at most 5"},
+		{map[string]any{"title": 3.0}, "title must be a string, not a number"},
+		{map[string]any{"title": "a\nb"}, "title must be a single line"},
+		{map[string]any{"title": "x", "body": "a\x00b"}, "body contains a control character (U+0000)"},
+		{map[string]any{"title": "x", "level": "c"}, `level "c" is not one of "a", "b"`},
+		{map[string]any{"title": "x", "code": "12"}, `code "12" is not three digits`},
+		{map[string]any{"title": "x", "tags": "x"}, "tags must be an array of strings"},
+		{map[string]any{"title": "x", "tags": []any{"a", "b", "c"}}, "tags has 3 items; send at most 2"},
+		{map[string]any{"title": "x", "tags": []any{"a", true}}, "tags[1] must be a string, not a boolean"},
+		{map[string]any{"title": "x", "tags": []any{"abcd"}}, "tags[0] is 4 characters"},
+		{map[string]any{"title": "x", "tags": []any{"a", "a"}}, `tags[1] repeats "a"`},
+		{map[string]any{"title": "x", "extra": 1, "more": 2}, `"extra", "more" are not accepted; the accepted arguments are "title", "body", "level", "code", "tags"`},
+	}
+	for _, c := range cases {
+		v := fn.Validate(c.args)
+		if len(v) == 0 {
+			t.Errorf("Validate(%v) accepted", c.args)
+			continue
+		}
+		var msgs []string
+		for _, x := range v {
+			msgs = append(msgs, x.Message)
+		}
+		if all := strings.Join(msgs, "; "); !strings.Contains(all, c.says) {
+			t.Errorf("Validate(%v) = %q, want it to say %q", c.args, all, c.says)
+		}
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	v := fn.Validate(map[string]any{"title": "", "level": "z", "x": 1})
+	if len(v) != 3 {
+		t.Fatalf("got %d violations, want 3: %v", len(v), v)
+	}
+}
+
+// TestSchemaMatchesValidator checks the JSON Schema against the declarations
+// it is derived from.
+func TestSchemaMatchesValidator(t *testing.T) {
+	b, err := json.Marshal(fn.JSONSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Type                 string
+		Required             []string
+		AdditionalProperties bool
+		Properties           map[string]map[string]any
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Type != "object" || s.AdditionalProperties || len(s.Required) != 1 || s.Required[0] != "title" {
+		t.Fatalf("schema %s", b)
+	}
+	if p := s.Properties["title"]; p["maxLength"] != 5.0 || p["minLength"] != 1.0 || p["type"] != "string" {
+		t.Errorf("title %v", p)
+	}
+	if p := s.Properties["code"]; p["pattern"] != "^[0-9]{3}$" {
+		t.Errorf("code %v", p)
+	}
+	if p := s.Properties["tags"]; p["type"] != "array" || p["maxItems"] != 2.0 || p["uniqueItems"] != true {
+		t.Errorf("tags %v", p)
+	}
+	if len(s.Properties) != len(fn.Params) {
+		t.Errorf("%d properties, %d params", len(s.Properties), len(fn.Params))
+	}
+}
