@@ -55,7 +55,7 @@ func serveStore() {
 		fmt.Fprintln(os.Stderr, "oncecall-bench store:", err)
 		os.Exit(1)
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	fmt.Println(st.URL)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

@@ -90,14 +90,14 @@ func ColdStart(ctx context.Context, n int) (ColdStartResult, error) {
 	if err != nil {
 		return r, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	build := func(env []string, args ...string) error {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, goCmd(), args...)
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+			return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 		}
 		return nil
 	}
@@ -214,11 +214,11 @@ func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startT
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		c, err := net.DialTimeout("tcp", rieAddr, time.Second)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return st, fmt.Errorf("emulator did not listen: %v: %s", err, out.String())
+			return st, fmt.Errorf("emulator did not listen: %w: %s", err, out.String())
 		}
 	}
 	url := "http://" + rieAddr + "/2015-03-31/functions/function/invocations"
@@ -231,7 +231,7 @@ func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startT
 			return 0, err
 		}
 		_, _ = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
+		_ = res.Body.Close()
 		d := time.Since(t)
 		if res.StatusCode != http.StatusOK {
 			return 0, fmt.Errorf("invoke answered %d: %s", res.StatusCode, out.String())
@@ -257,7 +257,7 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().String(), nil
 }
 
@@ -306,12 +306,12 @@ func coldStartPart(ctx context.Context, o Options, w *strings.Builder) error {
 		RIEModule, runtime.GOARCH, len(r.Oncecall))
 	w.WriteString("| Bootstrap | Stripped size | Init p50 | Init p90 | First invocation p50 | Warm invocation p50 | Package init (inittrace, total) |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	row := func(name string, size int64, st []startTiming, it initTrace) {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", name, mib(uint64(size)), ms(inits(st).P50()), ms(inits(st).Quantile(0.9)),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", name, mib(float64(size)), ms(inits(st).P50()), ms(inits(st).Quantile(0.9)),
 			ms(firsts(st).P50()), ms(warms(st).P50()), ms(it.total))
 	}
 	row("aws-lambda-go hello world (`bench/hello`)", r.HelloSize, r.Hello, r.HelloInit)
 	row("oncecall (`functions/callback`)", r.OncecallSize, r.Oncecall, r.OncecallInit)
-	fmt.Fprintf(w, "\nInit p50 ratio oncecall ÷ hello world: **%s**. Stripped `bootstrap` as deployed (linux/arm64, `make build`): **%s** (%d bytes).\n\n", ftoa(r.Ratio(), 3), mib(uint64(r.ArmSize)), r.ArmSize)
+	fmt.Fprintf(w, "\nInit p50 ratio oncecall ÷ hello world: **%s**. Stripped `bootstrap` as deployed (linux/arm64, `make build`): **%s** (%d bytes).\n\n", ftoa(r.Ratio(), 3), mib(float64(r.ArmSize)), r.ArmSize)
 	if len(r.OncecallInit.ours) > 0 {
 		w.WriteString("Package-level initialization in oncecall's own packages (GODEBUG=inittrace=1); the rest of the package-init total is the Go runtime, the standard library and the AWS SDK:\n\n")
 		for _, l := range r.OncecallInit.ours {

@@ -48,7 +48,7 @@ func StartStore() (*Store, error) {
 	s.Server = srv
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		srv.Close()
+		_ = srv.Close()
 		return nil, err
 	}
 	s.adminURL = "http://" + ln.Addr().String()

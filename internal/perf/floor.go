@@ -57,7 +57,7 @@ func Floor(ctx context.Context, st *Store, n int, budget time.Duration) ([]Floor
 	if err != nil {
 		return nil, err
 	}
-	defer svc.Close()
+	defer func() { _ = svc.Close() }()
 	hash, err := nonce.Generate(localdb.DemoHookKey, AIVAXCost)
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func checkFloorWrite(err error, wantCancel bool) error {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) || len(tce.CancellationReasons) < 2 ||
 		aws.ToString(tce.CancellationReasons[1].Code) != "ConditionalCheckFailed" || len(tce.CancellationReasons[1].Item) == 0 {
-		return fmt.Errorf("floor replay: want a cancelled claim with its old item, got %v", err)
+		return fmt.Errorf("floor replay: want a cancelled claim with its old item, got %w", err)
 	}
 	return nil
 }

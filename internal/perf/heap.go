@@ -69,8 +69,8 @@ func StartExternalStore(exe string) (*ExternalStore, error) {
 // Close stops the child process.
 func (s *ExternalStore) Close() error {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -101,7 +101,7 @@ func Heap(ctx context.Context, storeURL string, users, first, second int) (HeapR
 	if err != nil {
 		return r, err
 	}
-	defer svc.Close()
+	defer func() { _ = svc.Close() }()
 	all := make([]*heapUser, users)
 	for i := range all {
 		id := "load-" + strconv.Itoa(i)

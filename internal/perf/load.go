@@ -66,7 +66,7 @@ func (c *Client) Post(url string, body []byte) (Reply, time.Duration, error) {
 		return Reply{}, 0, err
 	}
 	raw, err := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	d := time.Since(start)
 	if err != nil {
 		return Reply{}, d, err

@@ -27,7 +27,7 @@ type benchLine struct {
 	ns, cpu, bytes, allocs float64
 }
 
-func goBenchmarks(ctx context.Context, o Options, w *strings.Builder) error {
+func goBenchmarks(ctx context.Context, _ Options, w *strings.Builder) error {
 	w.WriteString("## Go benchmarks: the handler's own overhead\n\n")
 	args := []string{"test", "-run", "^$", "-bench", "Overhead|VerifyCost9|RefuseCost31", "-benchmem", "-count", "5", "-benchtime", "1s",
 		"./internal/callback/", "./internal/nonce/"}
@@ -38,7 +38,7 @@ func goBenchmarks(ctx context.Context, o Options, w *strings.Builder) error {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go test -bench: %v: %s", err, strings.TrimSpace(errb.String()+out.String()))
+		return fmt.Errorf("go test -bench: %w: %s", err, strings.TrimSpace(errb.String()+out.String()))
 	}
 	results := map[string][]benchLine{}
 	var order []string
@@ -116,7 +116,7 @@ func floorPart(ctx context.Context, o Options, w *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	rs, err := Floor(ctx, st, o.FloorSamples, o.FloorBudget)
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func throughputPart(ctx context.Context, o Options, w *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	r, err := Throughput(ctx, st, o.Clients, o.Duration)
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func heapPart(ctx context.Context, o Options, w *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	r, err := Heap(ctx, st.URL, 200, o.HeapFirst, o.HeapSecond)
 	if err != nil {
 		return err
@@ -172,10 +172,10 @@ func heapPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "One process serves the local HTTP path (real wiring; the real nonce check, at BCrypt cost 4 to keep the run short) and drives it with 2 clients; the store runs in a child process (`oncecall-bench store`) so its in-memory items are not counted. %d users in 10 tenants, in blocks of ten calls per user (3 created, 4 replays, 3 get_ticket): %d created, %d deduplicated, %d found. When a user creates an operation its previous one is deleted from the store, as TTL expiry would, because the embedded store copies a whole table on every transaction. Readings of `runtime.MemStats.HeapInuse` and `runtime.NumGoroutine` after two forced GCs, with the clients' idle connections closed; the user cache is bounded by `identity.MaxCached`.\n\n",
 		r.Users, r.Kinds["created"], r.Kinds["deduplicated"], r.Kinds["found"])
 	w.WriteString("| After calls | Heap in use | Goroutines | Cached users |\n|---:|---:|---:|---:|\n")
-	fmt.Fprintf(w, "| %d | %s | %d | %d |\n| %d | %s | %d | %d |\n\n", r.Calls1, mib(r.HeapInuse1), r.Goroutines1, r.Cached1, r.Calls2, mib(r.HeapInuse2), r.Goroutines2, r.Cached2)
+	fmt.Fprintf(w, "| %d | %s | %d | %d |\n| %d | %s | %d | %d |\n\n", r.Calls1, mib(float64(r.HeapInuse1)), r.Goroutines1, r.Cached1, r.Calls2, mib(float64(r.HeapInuse2)), r.Goroutines2, r.Cached2)
 	target(w, fmt.Sprintf("heap in use after %d calls ÷ after %d", r.Calls2, r.Calls1), ftoa(r.Ratio(), 3), "≤ 1.5", r.Ratio() <= 1.5)
 	target(w, "goroutines after ÷ before", fmt.Sprintf("%d → %d", r.Goroutines1, r.Goroutines2), "no growth", r.Goroutines2 <= r.Goroutines1)
 	return nil
 }
 
-func mib(b uint64) string { return ftoa(float64(b)/(1<<20), 2) + " MiB" }
+func mib(b float64) string { return ftoa(b/(1<<20), 2) + " MiB" }

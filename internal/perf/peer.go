@@ -118,7 +118,7 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 	if err != nil {
 		return r, err
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	admin := st.Client()
 	if _, _, err := dynamo.EnsureTable(ctx, admin, PeerTable); err != nil {
 		return r, err
@@ -135,7 +135,7 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 	if err != nil {
 		return r, err
 	}
-	defer svc.Close()
+	defer func() { _ = svc.Close() }()
 	svc.Handler.Verifier = NoNonceCheck{} // left out of both sides
 
 	r.Oncecall = &side{name: "oncecall", url: svc.URL, table: svc.Table}

@@ -44,7 +44,7 @@ func Throughput(ctx context.Context, st *Store, clients int, d time.Duration) (T
 	if err != nil {
 		return r, err
 	}
-	defer svc.Close()
+	defer func() { _ = svc.Close() }()
 	hash, err := nonce.Generate(localdb.DemoHookKey, AIVAXCost)
 	if err != nil {
 		return r, err
