@@ -36,7 +36,7 @@ func main() {
 	flag.DurationVar(&o.Duration, "duration", 10*time.Second, "length of the throughput runs")
 	flag.IntVar(&o.HeapFirst, "heap-first", 1000, "calls before the first heap reading")
 	flag.IntVar(&o.HeapSecond, "heap-second", 20000, "calls before the second heap reading")
-	flag.IntVar(&o.ColdStarts, "cold-starts", 10, "cold starts of each bootstrap")
+	flag.IntVar(&o.ColdStarts, "cold-starts", 20, "cold starts of each bootstrap")
 	flag.IntVar(&o.PeerSamples, "peer-samples", 300, "single-client calls per kind in the peer run")
 	flag.StringVar(&o.PeerDir, "peer-dir", "bench/peers", "directory of the Powertools peer (npm ci done)")
 	flag.Parse()

@@ -32,11 +32,12 @@ var lambdaBuild = []string{"-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w
 // ColdStartResult compares cold starts of two bootstraps under the
 // emulator.
 type ColdStartResult struct {
-	Oncecall, Hello           []startTiming
-	OncecallSize, HelloSize   int64
-	ArmSize                   int64
-	OncecallInit, HelloInit   initTrace
-	OncecallBuilt, HelloBuilt string
+	Oncecall, Hello         []startTiming
+	OncecallSize, HelloSize int64
+	ArmSize                 int64
+	OncecallInit, HelloInit initTrace
+	// Retries counts starts repeated after a failure to connect.
+	Retries int
 }
 
 type initTrace struct {
@@ -144,6 +145,12 @@ func ColdStart(ctx context.Context, n int) (ColdStartResult, error) {
 		}
 		for _, b := range order {
 			st, err := coldStart(ctx, rie, b, env)
+			for retry := 0; err != nil && retry < 2 && ctx.Err() == nil; retry++ {
+				// A port taken by another process between choosing it and
+				// the emulator binding it: start again on fresh ports.
+				r.Retries++
+				st, err = coldStart(ctx, rie, b, env)
+			}
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", filepath.Base(filepath.Dir(b)), err)
 			}
@@ -188,14 +195,11 @@ func (s startTiming) init() time.Duration { return s.first - s.warm.P50() }
 // three warm ones.
 func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startTiming, error) {
 	var st startTiming
-	apiAddr, err := freeAddr()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return st, err
 	}
-	rieAddr, err := freeAddr()
-	if err != nil {
-		return st, err
-	}
+	apiAddr, rieAddr := addrs[0], addrs[1]
 	cmd := exec.Command(rie, "--runtime-api-address", apiAddr, "--runtime-interface-emulator-address", rieAddr, bootstrap)
 	cmd.Dir = filepath.Dir(bootstrap)
 	cmd.Env = env
@@ -251,14 +255,19 @@ func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startT
 	return st, nil
 }
 
-// freeAddr returns a loopback address with a port free at the moment.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs returns n distinct loopback addresses with ports free at the
+// moment: all are held open together, so none is handed out twice.
+func freeAddrs(n int) ([]string, error) {
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = ln.Close() }()
+		out = append(out, ln.Addr().String())
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String(), nil
+	return out, nil
 }
 
 var initLine = regexp.MustCompile(`^init (\S+) @[0-9.]+ ms, ([0-9.]+) ms clock, ([0-9]+) bytes, ([0-9]+) allocs`)
@@ -311,6 +320,9 @@ func coldStartPart(ctx context.Context, o Options, w *strings.Builder) error {
 	}
 	row("aws-lambda-go hello world (`bench/hello`)", r.HelloSize, r.Hello, r.HelloInit)
 	row("oncecall (`functions/callback`)", r.OncecallSize, r.Oncecall, r.OncecallInit)
+	if r.Retries > 0 {
+		fmt.Fprintf(w, "\n%d start(s) failed to connect to the emulator (a port taken between choosing and binding it) and were run again on fresh ports; only completed starts are counted.\n", r.Retries)
+	}
 	fmt.Fprintf(w, "\nInit p50 ratio oncecall ÷ hello world: **%s**. Stripped `bootstrap` as deployed (linux/arm64, `make build`): **%s** (%d bytes).\n\n", ftoa(r.Ratio(), 3), mib(float64(r.ArmSize)), r.ArmSize)
 	if len(r.OncecallInit.ours) > 0 {
 		w.WriteString("Package-level initialization in oncecall's own packages (GODEBUG=inittrace=1); the rest of the package-init total is the Go runtime, the standard library and the AWS SDK:\n\n")
