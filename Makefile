@@ -85,3 +85,13 @@ invoke:
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $(LOCAL_BOOT) ./functions/callback
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(EVENT)
+
+# ---- benchmarks (issue 5) ---------------------------------------------------
+.PHONY: bench
+
+## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the
+## Powertools peer, all bounded and on loopback; writes BENCHMARKS.md (about 5 minutes)
+bench:
+	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer comparison will report it"
+	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"

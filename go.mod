@@ -13,6 +13,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/awslabs/goformation/v7 v7.14.9
 	github.com/truora/minidyn v0.8.2
+	go.uber.org/goleak v1.3.0
 	golang.org/x/crypto v0.59.0
 	pgregory.net/rapid v1.3.0
 )

@@ -347,7 +347,7 @@ func TestRevocationBeatsTheCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.call(create("user-a", "r-2", signIn))
-	if w.status != 403 || w.code() != "user_not_authorized" {
+	if w.status != 403 || w.code() != "user_disabled" {
 		t.Fatalf("write by a disabled user with a warm cache: %d %s", w.status, w.raw)
 	}
 	d := r.call(create("user-a", "r-1", signIn))

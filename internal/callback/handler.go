@@ -24,12 +24,21 @@ type Store interface {
 	// Create claims rec and writes t atomically, after re-checking that the
 	// user may still call rec.Function in rec.Tenant. It returns (nil, nil)
 	// when it wrote both, the live record that holds the key when the key is
-	// taken, or identity.ErrRevoked, idempotency.ErrBusy or another error
-	// when it wrote nothing.
+	// taken, or an error matching identity.ErrRevoked (an *identity.Revoked
+	// when the store knows the user's record as it is now),
+	// idempotency.ErrBusy or another error when it wrote nothing.
 	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error)
 	// ReadTicket reads the user record and a ticket at one instant. The
 	// ticket is nil when absent; an absent user is identity.ErrUnknown.
 	ReadTicket(ctx context.Context, externalID, ticketID string) (identity.User, *ticket.Ticket, error)
+}
+
+// Authenticator checks the X-Request-Nonce header of a call. *nonce.Verifier
+// implements it; Verify returns nil or one of the nonce package's errors.
+type Authenticator interface {
+	Verify(header string) error
+	// MaxCost is the highest BCrypt cost accepted, named in refusals.
+	MaxCost() int
 }
 
 // Recorder receives one observation per call, for metrics.
@@ -65,7 +74,7 @@ const ResponseReserve = 250 * time.Millisecond
 // Handler serves callbacks. Its fields are set once at start-up; it is safe
 // for concurrent use.
 type Handler struct {
-	Verifier  *nonce.Verifier
+	Verifier  Authenticator
 	Users     *identity.Directory
 	Store     Store
 	Functions []*schema.Function
@@ -79,7 +88,7 @@ type Handler struct {
 
 // NewHandler returns a Handler for oncecall's ticket functions with the
 // defaults filled in.
-func NewHandler(v *nonce.Verifier, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
+func NewHandler(v Authenticator, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
 	return &Handler{
 		Verifier: v, Users: users, Store: store, Functions: ticket.Functions,
 		Policies: idempotency.Policies{}, Retention: DefaultRetention, Logger: logger,
@@ -238,7 +247,7 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 
 	switch fn.Name {
 	case ticket.CreateName:
-		return h.create(ctx, req, fn, user, e)
+		return h.create(ctx, req, fn, user, e, false)
 	case ticket.GetName:
 		return h.get(ctx, req, user, e)
 	}
@@ -287,25 +296,43 @@ func requestID(req *protocol.Request) (string, string, string) {
 	return rid, "", ""
 }
 
-// answerBody is a stored result with "deduplicated" appended. The stored
-// result is a canonical JSON object, so the first answer and every replay
-// read the same apart from the flag.
+// answerBody is a stored result read back from the store with
+// "deduplicated" appended, after checking that it is a JSON object.
 func answerBody(stored []byte, deduplicated bool) ([]byte, error) {
 	if _, err := canonjson.Parse(stored, canonjson.Limits{}); err != nil || len(stored) < 2 || stored[0] != '{' || stored[len(stored)-1] != '}' {
 		return nil, errors.New("stored result is not a JSON object")
 	}
+	return withFlag(stored, deduplicated), nil
+}
+
+// createdResult is the stored result of a new ticket, built in canonical
+// form directly: its two members are written in RFC 8785 order.
+func createdResult(id string) []byte {
+	b := make([]byte, 0, 32+len(protocol.StatusCreated)+len(id))
+	b = append(b, `{"status":`...)
+	b = canonjson.AppendString(b, protocol.StatusCreated)
+	b = append(b, `,"ticket_id":`...)
+	b = canonjson.AppendString(b, id)
+	return append(b, '}')
+}
+
+// withFlag appends "deduplicated" to a stored result, a JSON object, so the
+// first answer and every replay read the same apart from the flag.
+func withFlag(stored []byte, deduplicated bool) []byte {
 	out := make([]byte, 0, len(stored)+24)
 	out = append(out, stored[:len(stored)-1]...)
 	if len(stored) > 2 {
 		out = append(out, ',')
 	}
 	if deduplicated {
-		return append(out, `"deduplicated":true}`...), nil
+		return append(out, `"deduplicated":true}`...)
 	}
-	return append(out, `"deduplicated":false}`...), nil
+	return append(out, `"deduplicated":false}`...)
 }
 
-func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.Function, user identity.User, e *entry) protocol.Answer {
+// create serves create_ticket for user. retried is true on the one repeat
+// that a tenant change found inside the transaction allows.
+func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
 	rid, code, msg := requestID(req)
 	if code != "" {
 		return h.reject(e, code, msg)
@@ -323,10 +350,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	t := ticket.FromArguments(req.Arguments)
 	t.ID, t.Tenant, t.UserID, t.CreatedAt = h.NewID(), user.Tenant, user.ExternalID, now
 	t.OperationKey, t.RequestID = key.ID, rid
-	stored, err := canonjson.Marshal(map[string]any{"status": protocol.StatusCreated, "ticket_id": t.ID})
-	if err != nil {
-		return h.fail(e, err)
-	}
+	stored := createdResult(t.ID)
 	rec := idempotency.Record{
 		Key: key.ID, UserID: user.ExternalID, Tenant: user.Tenant, Function: fn.Name,
 		State: idempotency.Completed, Fingerprint: key.Fingerprint, TicketID: t.ID,
@@ -334,19 +358,24 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	}
 
 	existing, err := h.Store.Create(ctx, rec, t)
+	var rv *identity.Revoked
 	switch {
+	case errors.As(err, &rv):
+		fresh, retry := h.revoked(rv, user, fn.Name)
+		if retry && !retried {
+			// Only the tenant changed: the key derived from the cached one
+			// is void, so derive it again from the record as it is now.
+			return h.create(ctx, req, fn, *fresh, e, true)
+		}
+		return h.denyRevoked(e, fresh, fn.Name)
 	case errors.Is(err, identity.ErrRevoked):
 		h.Users.Forget(user.ExternalID)
-		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+fn.Name+".")
+		return h.denyRevoked(e, nil, fn.Name)
 	case err != nil:
 		return h.fail(e, err)
 	case existing == nil:
-		body, err := answerBody(stored, false)
-		if err != nil {
-			return h.fail(e, err)
-		}
 		e.outcome = OutcomeCreated
-		return protocol.Answer{Status: http.StatusOK, Body: body}
+		return protocol.Answer{Status: http.StatusOK, Body: withFlag(stored, false)}
 	}
 
 	switch idempotency.Replay(existing, user.ExternalID, key.Fingerprint) {
@@ -368,6 +397,32 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	return protocol.Answer{Status: http.StatusOK, Body: body}
 }
 
+// revoked takes in what a failed user check inside a write returned: the
+// cache is refreshed with the record as it is now (or forgets the user when
+// the store did not return it). retry is true when the record still allows
+// fn and only the tenant differs from the cached one.
+func (h *Handler) revoked(rv *identity.Revoked, cached identity.User, fn string) (fresh *identity.User, retry bool) {
+	if rv.User == nil {
+		h.Users.Forget(cached.ExternalID)
+		return nil, false
+	}
+	h.Users.Remember(*rv.User)
+	return rv.User, rv.User.Allows(fn) && rv.User.Tenant != cached.Tenant
+}
+
+// denyRevoked answers a user whose authority was withdrawn after it was
+// cached, naming the condition that failed when the record is known.
+func (h *Handler) denyRevoked(e *entry, fresh *identity.User, fn string) protocol.Answer {
+	switch {
+	case fresh != nil && !fresh.Active:
+		return h.deny(e, http.StatusForbidden, "user_disabled", "This user is disabled.")
+	case fresh != nil && !fresh.Allows(fn):
+		return h.deny(e, http.StatusForbidden, "function_not_granted", "This user may not call "+fn+".")
+	default:
+		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+fn+".")
+	}
+}
+
 type found struct {
 	Status string      `json:"status"`
 	Ticket ticket.View `json:"ticket"`
@@ -382,11 +437,13 @@ func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identit
 		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
 	case err != nil:
 		return h.fail(e, err)
-	case !user.Allows(ticket.GetName):
-		h.Users.Forget(cached.ExternalID)
-		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+ticket.GetName+".")
 	}
+	// The record read with the ticket is the freshest there is: cache it,
+	// whatever it says.
 	h.Users.Remember(user)
+	if !user.Allows(ticket.GetName) {
+		return h.denyRevoked(e, &user, ticket.GetName)
+	}
 	// Another tenant's ticket is indistinguishable from a missing one.
 	if t == nil || t.Tenant != user.Tenant {
 		e.outcome, e.code = OutcomeNotFound, "ticket_not_found"

@@ -171,6 +171,8 @@ func TestParseRefuses(t *testing.T) {
 		{"escaped duplicate", `{"a":1,"\u0061":2}`, `duplicate member name "a"`},
 		{"invalid utf8", "\"\xff\"", "invalid UTF-8"},
 		{"overlong utf8", "\"\xc0\xaf\"", "invalid UTF-8"},
+		{"invalid after valid utf8", "\"caf\xc3\xa9 \xff\"", "invalid UTF-8"},
+		{"unterminated after utf8", "\"caf\xc3\xa9", "unterminated string"},
 		{"lone high", `"\ud800"`, "lone high surrogate"},
 		{"lone low", `"\udc00"`, "lone low surrogate"},
 		{"high then char", `"\ud800\u0041"`, "lone high surrogate"},
@@ -248,5 +250,27 @@ func TestParseValues(t *testing.T) {
 	}
 	if a, ok := m["a"].([]any); !ok || len(a) != 0 {
 		t.Fatalf("empty array decoded as %#v", m["a"])
+	}
+}
+
+// TestParseStrings covers the string paths: plain, non-ASCII and escaped
+// text decode to the same characters, within the length limit.
+func TestParseStrings(t *testing.T) {
+	for in, want := range map[string]string{
+		`"plain"`:                         "plain",
+		"\"café ☕ 𝄞\"":                    "café ☕ 𝄞",
+		`"caf\u00e9 \u2615 \ud834\udd1e"`: "café ☕ 𝄞",
+		"\"é\\n\"":                        "é\n",
+		`""`:                              "",
+	} {
+		v, err := Parse([]byte(in), Limits{MaxStringBytes: 16})
+		if err != nil || v != want {
+			t.Errorf("Parse(%s) = %q, %v; want %q", in, v, err, want)
+		}
+	}
+	for _, in := range []string{`"` + strings.Repeat("a", 17) + `"`, `"` + strings.Repeat("é", 9) + `"`, `"` + strings.Repeat("\\n", 17) + `"`} {
+		if _, err := Parse([]byte(in), Limits{MaxStringBytes: 16}); err == nil || !strings.Contains(err.Error(), "longer than 16 bytes") {
+			t.Errorf("Parse(%s) = %v, want the length limit", in, err)
+		}
 	}
 }

@@ -63,7 +63,9 @@ func Parse(data []byte, lim Limits) (any, error) {
 	if lim.MaxDepth <= 0 {
 		lim.MaxDepth = DefaultMaxDepth
 	}
-	p := parser{data: data, lim: lim}
+	// One copy of the input as a string: strings without escapes are
+	// substrings of it rather than an allocation each.
+	p := parser{data: data, text: string(data), lim: lim}
 	p.skipSpace()
 	v, err := p.value()
 	if err != nil {
@@ -83,6 +85,7 @@ type segment struct {
 
 type parser struct {
 	data []byte
+	text string // data as a string
 	pos  int
 	lim  Limits
 	path []segment
@@ -263,15 +266,22 @@ func (p *parser) str() (any, error) {
 	for i < len(p.data) {
 		c := p.data[i]
 		if c == '"' {
-			s := p.data[start:i]
-			if p.lim.MaxStringBytes > 0 && len(s) > p.lim.MaxStringBytes {
+			if p.lim.MaxStringBytes > 0 && i-start > p.lim.MaxStringBytes {
 				return nil, p.fail(fmt.Sprintf("string longer than %d bytes", p.lim.MaxStringBytes))
 			}
 			p.pos = i + 1
-			return string(s), nil
+			return p.text[start:i], nil
 		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+		if c == '\\' || c < 0x20 {
 			break
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(p.data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				break // the slow path reports it
+			}
+			i += size
+			continue
 		}
 		i++
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -80,14 +82,47 @@ func LocalConfig(region string) aws.Config {
 	}
 }
 
-// Counter counts the HTTP requests a client sends, retries included.
-type Counter struct{ n atomic.Int64 }
+// Counter counts the HTTP requests a client sends, retries included, in
+// all and per operation. It is safe for concurrent use.
+type Counter struct {
+	n atomic.Int64
+
+	mu  sync.Mutex
+	ops map[string]int64
+}
 
 // Load returns the count.
 func (c *Counter) Load() int64 { return c.n.Load() }
 
-// Reset sets the count to zero.
-func (c *Counter) Reset() { c.n.Store(0) }
+// Operations returns the count per operation name, such as
+// "TransactWriteItems".
+func (c *Counter) Operations() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.ops))
+	for k, v := range c.ops {
+		out[k] = v
+	}
+	return out
+}
+
+// Reset sets the counts to zero.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	c.n.Store(0)
+	c.ops = nil
+	c.mu.Unlock()
+}
+
+func (c *Counter) add(op string) {
+	c.mu.Lock()
+	c.n.Add(1)
+	if c.ops == nil {
+		c.ops = map[string]int64{}
+	}
+	c.ops[op]++
+	c.mu.Unlock()
+}
 
 // Count returns a client option that adds one to c for every request the
 // client sends over the wire.
@@ -96,7 +131,7 @@ func (c *Counter) Count() func(*dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("oncecallCountRequests",
 				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					c.n.Add(1)
+					c.add(awsmiddleware.GetOperationName(ctx))
 					return next.HandleFinalize(ctx, in)
 				}), middleware.After)
 		})

@@ -55,12 +55,20 @@ func pk(v string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{PartitionKey: strAV(v)}
 }
 
+// newItem returns an item holding only its key, with room for n attributes
+// in all, so that filling it never grows the map.
+func newItem(key string, n int) map[string]types.AttributeValue {
+	item := make(map[string]types.AttributeValue, n)
+	item[PartitionKey] = strAV(key)
+	return item
+}
+
 func userKey(id string) map[string]types.AttributeValue   { return pk(userPrefix + id) }
 func opKey(key string) map[string]types.AttributeValue    { return pk(opPrefix + key) }
 func ticketKey(id string) map[string]types.AttributeValue { return pk(ticketPrefix + id) }
 
 func userItem(u identity.User) map[string]types.AttributeValue {
-	item := userKey(u.ExternalID)
+	item := newItem(userPrefix+u.ExternalID, 6)
 	item[attrKind] = strAV("user")
 	item[attrTenant] = strAV(u.Tenant)
 	item[attrName] = strAV(u.Name)
@@ -71,7 +79,7 @@ func userItem(u identity.User) map[string]types.AttributeValue {
 }
 
 func operationItem(r idempotency.Record) map[string]types.AttributeValue {
-	item := opKey(r.Key)
+	item := newItem(opPrefix+r.Key, 11)
 	item[attrKind] = strAV("operation")
 	item[attrUserID] = strAV(r.UserID)
 	item[attrTenant] = strAV(r.Tenant)
@@ -92,7 +100,7 @@ func operationItem(r idempotency.Record) map[string]types.AttributeValue {
 }
 
 func ticketItem(t ticket.Ticket) map[string]types.AttributeValue {
-	item := ticketKey(t.ID)
+	item := newItem(ticketPrefix+t.ID, 11)
 	item[attrKind] = strAV("ticket")
 	item[attrTenant] = strAV(t.Tenant)
 	item[attrUserID] = strAV(t.UserID)

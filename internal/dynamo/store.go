@@ -69,43 +69,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 // checking that rec.UserID is still active, in rec.Tenant and granted
 // rec.Function. It returns (nil, nil) when both were written; the live
 // record that already holds the key when the claim failed; and otherwise
-// identity.ErrRevoked, idempotency.ErrBusy or another error, in which case
-// nothing was written.
+// an *identity.Revoked (errors.Is ErrRevoked), idempotency.ErrBusy or another
+// error, in which case nothing was written.
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error) {
 	now := s.Now()
-	in := &dynamodb.TransactWriteItemsInput{
-		// The ticket id is unique per invocation, so a retry of this very
-		// request after a lost response is answered from DynamoDB's own
-		// 10-minute token window instead of being run again.
-		ClientRequestToken: aws.String(t.ID),
-		TransactItems: []types.TransactWriteItem{
-			{ConditionCheck: &types.ConditionCheck{
-				TableName:           &s.table,
-				Key:                 userKey(rec.UserID),
-				ConditionExpression: aws.String("#active = :true AND #tenant = :tenant AND contains(#functions, :function)"),
-				ExpressionAttributeNames: map[string]string{
-					"#active": attrActive, "#tenant": attrTenant, "#functions": attrFunctions,
-				},
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":true": &types.AttributeValueMemberBOOL{Value: true}, ":tenant": strAV(rec.Tenant), ":function": strAV(rec.Function),
-				},
-			}},
-			{Put: &types.Put{
-				TableName:                           &s.table,
-				Item:                                operationItem(rec),
-				ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #expires < :now"),
-				ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey, "#expires": TTLAttribute},
-				ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numAV(now.Unix())},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
-			{Put: &types.Put{
-				TableName:                &s.table,
-				Item:                     ticketItem(t),
-				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
-			}},
-		},
-	}
+	in := s.CreateInput(rec, t, now)
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
@@ -116,7 +84,9 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 			reasons := tce.CancellationReasons
 			switch {
 			case failed(reasons, 0):
-				return nil, identity.ErrRevoked
+				// Checked before the claim: a revoked user learns nothing
+				// about an existing operation.
+				return nil, revoked(reasons[0].Item, rec.UserID)
 			case failed(reasons, 1):
 				existing, err := s.claimed(ctx, reasons[1].Item, rec.Key, now)
 				if err == nil && existing != nil && existing.TicketID == t.ID {
@@ -141,6 +111,63 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 			return nil, err
 		}
 	}
+}
+
+// CreateInput is the one request Create sends: a ConditionCheck of the
+// user, the operation Put and the ticket Put, with now deciding whether an
+// existing claim has expired. Benchmarks send it with the bare SDK client to
+// measure the store's own floor.
+func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, now time.Time) *dynamodb.TransactWriteItemsInput {
+	return &dynamodb.TransactWriteItemsInput{
+		// The ticket id is unique per invocation, so a retry of this very
+		// request after a lost response is answered from DynamoDB's own
+		// 10-minute token window instead of being run again.
+		ClientRequestToken: aws.String(t.ID),
+		TransactItems: []types.TransactWriteItem{
+			{ConditionCheck: &types.ConditionCheck{
+				TableName:           &s.table,
+				Key:                 userKey(rec.UserID),
+				ConditionExpression: aws.String("#active = :true AND #tenant = :tenant AND contains(#functions, :function)"),
+				ExpressionAttributeNames: map[string]string{
+					"#active": attrActive, "#tenant": attrTenant, "#functions": attrFunctions,
+				},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":true": &types.AttributeValueMemberBOOL{Value: true}, ":tenant": strAV(rec.Tenant), ":function": strAV(rec.Function),
+				},
+				// The user as it is now comes back with a failed check, so
+				// the caller can say which condition failed and refresh its
+				// cache without another request.
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName:                           &s.table,
+				Item:                                operationItem(rec),
+				ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #expires < :now"),
+				ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey, "#expires": TTLAttribute},
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numAV(now.Unix())},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName:                &s.table,
+				Item:                     ticketItem(t),
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+			}},
+		},
+	}
+}
+
+// revoked builds the error for a failed user check from the item DynamoDB
+// returned with it, if any.
+func revoked(item map[string]types.AttributeValue, userID string) error {
+	if len(item) == 0 {
+		return &identity.Revoked{}
+	}
+	u, err := decodeUser(item, userID)
+	if err != nil {
+		return &identity.Revoked{}
+	}
+	return &identity.Revoked{User: &u}
 }
 
 // claimed returns the live record holding key: the one DynamoDB returned with

@@ -390,6 +390,66 @@ func TestUsers(t *testing.T) {
 	}
 }
 
+// TestFailedUserCheckSaysWhy checks that a refused claim returns the user's
+// record as the store holds it now, from the cancellation itself: one
+// request, and the caller can tell which condition failed.
+func TestFailedUserCheckSaysWhy(t *testing.T) {
+	for name, change := range map[string]func(*identity.User){
+		"disabled":       func(u *identity.User) { u.Active = false },
+		"moved tenant":   func(u *identity.User) { u.Tenant = "tenant-b" },
+		"function taken": func(u *identity.User) { u.Functions = []string{ticket.GetName} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var proxy *dynamotest.Proxy
+			f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+				proxy = dynamotest.NewProxy(t, env.Endpoint)
+				proxy.ReturnOldItems = true
+				return dynamotest.NewClient(t, proxy.URL, env.Requests)
+			})
+			u := alice
+			change(&u)
+			if err := f.store.PutUser(context.Background(), u); err != nil {
+				t.Fatal(err)
+			}
+			f.env.Requests.Reset()
+			rec, tk := f.claim("k1")
+			_, err := f.store.Create(context.Background(), rec, tk)
+			var rv *identity.Revoked
+			if !errors.As(err, &rv) || !errors.Is(err, identity.ErrRevoked) {
+				t.Fatalf("Create = %v, want an *identity.Revoked", err)
+			}
+			if rv.User == nil || rv.User.Active != u.Active || rv.User.Tenant != u.Tenant || len(rv.User.Functions) != len(u.Functions) || rv.User.ExternalID != u.ExternalID {
+				t.Fatalf("Revoked.User = %+v, want %+v", rv.User, u)
+			}
+			if n := f.env.Requests.Load(); n != 1 {
+				t.Errorf("a refused claim took %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestRevocationWinsOverAClaim answers a transaction in which both the user
+// check and the claim failed, as DynamoDB reports it: the caller learns that
+// the user is revoked and nothing about the operation.
+func TestRevocationWinsOverAClaim(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
+		proxy = dynamotest.NewProxy(t, env.Endpoint)
+		return dynamotest.NewClient(t, proxy.URL, env.Requests)
+	})
+	rec, tk := f.claim("k1")
+	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "TransactionCanceledException",
+		Reasons: []string{"ConditionalCheckFailed", "ConditionalCheckFailed", "None"}})
+	rec2, tk2 := f.claim("k1")
+	existing, err := f.store.Create(context.Background(), rec2, tk2)
+	if !errors.Is(err, identity.ErrRevoked) || existing != nil {
+		t.Fatalf("Create = %+v, %v; want ErrRevoked and no record", existing, err)
+	}
+}
+
 // TestStoreErrorsAreSafeToLog checks that a store failure's text names the
 // operation and code but not the message DynamoDB sent, which can quote
 // request values.

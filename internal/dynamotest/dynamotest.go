@@ -66,6 +66,24 @@ func Endpoint(t testing.TB) (string, *localdb.Server) {
 	return shared.URL, shared
 }
 
+// Main wraps a test binary's m so that, after its tests, the embedded store
+// they shared is stopped. Use it under a leak check:
+//
+//	func TestMain(m *testing.M) { goleak.VerifyTestMain(dynamotest.Main(m)) }
+func Main(m interface{ Run() int }) interface{ Run() int } { return stopping{m} }
+
+type stopping struct{ m interface{ Run() int } }
+
+func (s stopping) Run() int {
+	code := s.m.Run()
+	if shared != nil {
+		if err := shared.Close(); err != nil && code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
 // New returns a client and a newly created table for one test.
 func New(t testing.TB) *Env {
 	t.Helper()
@@ -102,6 +120,11 @@ func NewClient(t testing.TB, endpoint string, counter *dynamo.Counter) *dynamodb
 			cfg.Region = "us-east-1"
 		}
 	}
+	// Its own connections, closed when the test ends, so that a leak check
+	// after the tests sees no connection goroutines of finished tests.
+	hc := dynamo.HTTPClient()
+	cfg.HTTPClient = hc
+	t.Cleanup(hc.CloseIdleConnections)
 	opts := []func(*dynamodb.Options){dynamo.Options(endpoint)}
 	if counter != nil {
 		opts = append(opts, counter.Count())
@@ -146,4 +169,17 @@ func (e *Env) Items(t testing.TB, kind string) []map[string]types.AttributeValue
 func (e *Env) Count(t testing.TB, kind string) int {
 	t.Helper()
 	return len(e.Items(t, kind))
+}
+
+// DeleteItem deletes the item with partition key pk, as an administrator
+// would behind oncecall's back.
+func (e *Env) DeleteItem(t testing.TB, pk string) {
+	t.Helper()
+	_, err := e.Client.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{
+		TableName: aws.String(e.Table),
+		Key:       map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: pk}},
+	})
+	if err != nil {
+		t.Fatalf("delete %s: %v", pk, err)
+	}
 }

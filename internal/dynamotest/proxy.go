@@ -36,8 +36,8 @@ type Fault struct {
 // Proxy sits between the SDK and a store and injects faults per operation
 // (the X-Amz-Target suffix, such as "TransactWriteItems"). With
 // ReturnOldItems it also makes a store that omits the old item from a
-// cancelled Put with ReturnValuesOnConditionCheckFailure=ALL_OLD (minidyn)
-// answer as DynamoDB does, so the one-round-trip replay path is exercised.
+// cancelled Put or ConditionCheck with
+// ReturnValuesOnConditionCheckFailure=ALL_OLD (minidyn) answer as DynamoDB does, so the one-round-trip replay path is exercised.
 type Proxy struct {
 	URL string
 
@@ -53,9 +53,13 @@ type Proxy struct {
 
 // NewProxy starts a proxy to target for the duration of the test.
 func NewProxy(t testing.TB, target string) *Proxy {
-	p := &Proxy{target: strings.TrimRight(target, "/"), client: &http.Client{}, faults: map[string][]Fault{}, seen: map[string]int{}}
+	tr := &http.Transport{}
+	p := &Proxy{target: strings.TrimRight(target, "/"), client: &http.Client{Transport: tr}, faults: map[string][]Fault{}, seen: map[string]int{}}
 	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		srv.Close()
+		tr.CloseIdleConnections()
+	})
 	p.URL = srv.URL
 	return p
 }
@@ -166,13 +170,19 @@ func writeError(w http.ResponseWriter, f Fault) {
 }
 
 // fillOldItems adds the current item to each ConditionalCheckFailed reason
-// of a Put that asked for ALL_OLD, reading it from the store.
+// of a Put or ConditionCheck that asked for ALL_OLD, reading it from the
+// store.
 func (p *Proxy) fillOldItems(r *http.Request, reqBody, respBody []byte) []byte {
 	var req struct {
 		TransactItems []struct {
 			Put *struct {
 				TableName                           string
 				Item                                map[string]json.RawMessage
+				ReturnValuesOnConditionCheckFailure string
+			}
+			ConditionCheck *struct {
+				TableName                           string
+				Key                                 map[string]json.RawMessage
 				ReturnValuesOnConditionCheckFailure string
 			}
 		}
@@ -187,11 +197,17 @@ func (p *Proxy) fillOldItems(r *http.Request, reqBody, respBody []byte) []byte {
 		if reason == nil || reason["Code"] != "ConditionalCheckFailed" || reason["Item"] != nil || i >= len(req.TransactItems) {
 			continue
 		}
-		put := req.TransactItems[i].Put
-		if put == nil || put.ReturnValuesOnConditionCheckFailure != "ALL_OLD" {
+		var table string
+		var key json.RawMessage
+		switch it := req.TransactItems[i]; {
+		case it.Put != nil && it.Put.ReturnValuesOnConditionCheckFailure == "ALL_OLD":
+			table, key = it.Put.TableName, it.Put.Item["pk"]
+		case it.ConditionCheck != nil && it.ConditionCheck.ReturnValuesOnConditionCheckFailure == "ALL_OLD":
+			table, key = it.ConditionCheck.TableName, it.ConditionCheck.Key["pk"]
+		default:
 			continue
 		}
-		get, _ := json.Marshal(map[string]any{"TableName": put.TableName, "Key": map[string]json.RawMessage{"pk": put.Item["pk"]}, "ConsistentRead": true})
+		get, _ := json.Marshal(map[string]any{"TableName": table, "Key": map[string]json.RawMessage{"pk": key}, "ConsistentRead": true})
 		gr, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.target+"/", bytes.NewReader(get))
 		if err != nil {
 			continue

@@ -39,6 +39,20 @@ var (
 	ErrRevoked = errors.New("identity: user no longer authorized")
 )
 
+// Revoked is the error a store returns when the user check inside a write
+// failed. It matches ErrRevoked with errors.Is.
+type Revoked struct {
+	// User is the record as the store held it when the check failed, when
+	// the store returned it with the cancellation; nil when the record is
+	// gone or the store does not return it.
+	User *User
+}
+
+func (e *Revoked) Error() string { return ErrRevoked.Error() }
+
+// Is reports whether target is ErrRevoked.
+func (e *Revoked) Is(target error) bool { return target == ErrRevoked }
+
 // Source loads user records. The dynamo package implements it.
 type Source interface {
 	// LoadUser returns the record for externalID, or ErrUnknown.

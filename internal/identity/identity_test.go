@@ -8,10 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/dynamotest"
 	"github.com/oncecall/oncecall/internal/identity"
 )
+
+// TestMain fails the package when a goroutine outlives its tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(dynamotest.Main(m)) }
 
 type clock struct {
 	mu  sync.Mutex

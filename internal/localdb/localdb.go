@@ -26,16 +26,24 @@ type Server struct {
 
 // Start listens on addr (":0" for any free port) and serves a fresh, empty
 // store until Close.
-func Start(addr string) (*Server, error) {
+func Start(addr string) (*Server, error) { return StartWith(addr, nil) }
+
+// StartWith is Start with the store's handler wrapped by front (when not
+// nil), for example to count or reshape requests.
+func StartWith(addr string, front func(http.Handler) http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mini := miniserver.NewServer()
+	var h http.Handler = mini
+	if front != nil {
+		h = front(mini)
+	}
 	s := &Server{
 		Mini: mini,
 		URL:  "http://" + ln.Addr().String(),
-		http: &http.Server{Handler: mini, ReadHeaderTimeout: 5 * time.Second},
+		http: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second},
 		done: make(chan struct{}),
 	}
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/oncecall/oncecall/internal/protocol"
@@ -33,7 +34,7 @@ type Param struct {
 	// Enum, when set, lists the only accepted values.
 	Enum []string
 	// Pattern, when set, is a regular expression the whole string must match.
-	Pattern *regexp.Regexp
+	Pattern *Pattern
 	// PatternHint says in words what Pattern accepts.
 	PatternHint string
 	// MaxItems bounds a list; 0 means no bound.
@@ -42,6 +43,25 @@ type Param struct {
 	// characters are always refused.
 	Multiline bool
 }
+
+// Pattern is a regular expression, compiled on first use so that declaring
+// one does no work at start-up. It must be valid: the first use panics
+// otherwise, as regexp.MustCompile does.
+type Pattern struct {
+	src string
+	re  func() *regexp.Regexp
+}
+
+// NewPattern returns the Pattern of the regular expression src.
+func NewPattern(src string) *Pattern {
+	return &Pattern{src: src, re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(src) })}
+}
+
+// MatchString reports whether s matches.
+func (p *Pattern) MatchString(s string) bool { return p.re().MatchString(s) }
+
+// String returns the regular expression's source.
+func (p *Pattern) String() string { return p.src }
 
 // Function is a Protocol Function: its name, what it does, whether it changes
 // state, and its parameters.

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -13,7 +12,7 @@ var fn = &Function{
 		{Name: "title", Kind: String, Required: true, MinLength: 1, MaxLength: 5, Description: "A title."},
 		{Name: "body", Kind: String, MaxLength: 20, Multiline: true, Description: "Text."},
 		{Name: "level", Kind: String, Enum: []string{"a", "b"}, Description: "A level."},
-		{Name: "code", Kind: String, Pattern: regexp.MustCompile(`^[0-9]{3}$`), PatternHint: "three digits", Description: "A code."},
+		{Name: "code", Kind: String, Pattern: NewPattern(`^[0-9]{3}$`), PatternHint: "three digits", Description: "A code."},
 		{Name: "tags", Kind: StringList, MaxItems: 2, MinLength: 1, MaxLength: 3, Description: "Tags."},
 	},
 }

@@ -2,8 +2,7 @@ package ticket
 
 import (
 	"crypto/rand"
-	"fmt"
-	"regexp"
+	"encoding/hex"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/schema"
@@ -29,7 +28,7 @@ const (
 	MaxTag         = 32
 )
 
-var idPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+var idPattern = schema.NewPattern(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // Create is the create_ticket function.
 var Create = &schema.Function{
@@ -120,7 +119,17 @@ func NewID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:36], b[10:16])
+	return string(s[:])
 }
 
 // ValidID reports whether s has the form NewID produces.

@@ -1,0 +1,63 @@
+// Command oncecall-bench runs oncecall's benchmarks and writes BENCHMARKS.md:
+// the Go benchmarks, the floor-ratio runs, the throughput run, the heap run,
+// the cold-start comparison under the Runtime Interface Emulator and the
+// side-by-side run against Powertools for AWS Lambda (TypeScript). `make
+// bench` runs it. Every run is bounded and talks to loopback only.
+//
+// `oncecall-bench store` serves an embedded store on a loopback port and
+// prints its URL; the heap run uses it to keep the store's memory out of
+// the measured process.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/perf"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "store" {
+		serveStore()
+		return
+	}
+	var o perf.Options
+	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to write")
+	flag.StringVar(&o.Command, "command", "make bench", "the command to name in the report")
+	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer); all when empty")
+	flag.IntVar(&o.FloorSamples, "floor-samples", 100, "samples per kind in the floor runs")
+	flag.DurationVar(&o.FloorBudget, "floor-budget", 25*time.Second, "time limit of each floor run")
+	flag.IntVar(&o.Clients, "clients", 4, "concurrent clients of the throughput and peer runs")
+	flag.DurationVar(&o.Duration, "duration", 10*time.Second, "length of the throughput runs")
+	flag.IntVar(&o.HeapFirst, "heap-first", 1000, "calls before the first heap reading")
+	flag.IntVar(&o.HeapSecond, "heap-second", 20000, "calls before the second heap reading")
+	flag.IntVar(&o.ColdStarts, "cold-starts", 20, "cold starts of each bootstrap")
+	flag.IntVar(&o.PeerSamples, "peer-samples", 300, "single-client calls per kind in the peer run")
+	flag.StringVar(&o.PeerDir, "peer-dir", "bench/peers", "directory of the Powertools peer (npm ci done)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := perf.Run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "oncecall-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// serveStore serves an embedded store until stdin closes or a signal.
+func serveStore() {
+	st, err := perf.StartStore()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oncecall-bench store:", err)
+		os.Exit(1)
+	}
+	defer func() { _ = st.Close() }()
+	fmt.Println(st.URL)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+}

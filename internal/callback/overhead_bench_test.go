@@ -1,0 +1,201 @@
+package callback_test
+
+// Benchmarks of oncecall's own overhead: the handler path without BCrypt and
+// without a store (decode, identify from the warm cache, validate,
+// canonicalize, hash, build the store request, encode the answer). The
+// BENCHMARK-ONLY types below stand in for the network so that only CPU work
+// is measured; they are not used by any correctness test, which always talk
+// to a real DynamoDB-compatible server.
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// benchAcceptAnyNonce is a BENCHMARK-ONLY Authenticator that does no BCrypt
+// work: BCrypt's cost is measured on its own (nonce.BenchmarkVerifyCost9).
+type benchAcceptAnyNonce struct{}
+
+func (benchAcceptAnyNonce) Verify(string) error { return nil }
+func (benchAcceptAnyNonce) MaxCost() int        { return 10 }
+
+// benchNoNetworkAPI is a BENCHMARK-ONLY dynamo.API that answers at once: a
+// successful write, or, when replay is set, the cancellation DynamoDB sends
+// for a taken key with the old item. dynamo.Store still builds every request
+// exactly as it would for DynamoDB.
+type benchNoNetworkAPI struct {
+	replay *types.TransactionCanceledException
+	read   *dynamodb.TransactGetItemsOutput
+}
+
+func (a *benchNoNetworkAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if len(in.TransactItems) != 3 {
+		panic("unexpected transaction")
+	}
+	if a.replay != nil {
+		return nil, a.replay
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+func (a *benchNoNetworkAPI) TransactGetItems(context.Context, *dynamodb.TransactGetItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
+	return a.read, nil
+}
+
+func (a *benchNoNetworkAPI) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	panic("GetItem on a warm path")
+}
+
+func (a *benchNoNetworkAPI) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	panic("PutItem on a callback path")
+}
+
+// benchCannedTransport is a BENCHMARK-ONLY http.RoundTripper that answers
+// every request with a fixed DynamoDB response, so that the real SDK client
+// serializes, signs and deserializes as it does over the network.
+type benchCannedTransport struct {
+	status int
+	body   []byte
+}
+
+func (c *benchCannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: c.status, Status: strconv.Itoa(c.status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"bench"}},
+		Body:          io.NopCloser(bytes.NewReader(c.body)),
+		ContentLength: int64(len(c.body)),
+		Request:       r,
+	}, nil
+}
+
+// benchBody is a realistic create_ticket callback.
+var benchBody = []byte(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in","description":"Since this morning the login page says my password is wrong.\nI reset it twice.","priority":"high","tags":["login","web"]}},"context":{"externalUserId":"user-a","callSource":"ChatCompletionsApi","conversationToken":"conv-3f1c","moment":"2026-11-30T12:00:00.1234+00:00","metadata":{"request_id":"req-7d2c9b1e"}}}`)
+
+// benchHandler builds a handler over store with alice in the warm cache and
+// production-like logging (JSON lines, discarded).
+func benchHandler(store callback.Store) *callback.Handler {
+	users := identity.NewDirectory(nil, time.Hour, nil)
+	users.Remember(localdb.DemoUsers[0])
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	return callback.NewHandler(benchAcceptAnyNonce{}, users, store, logger)
+}
+
+// replayOf returns the cancellation DynamoDB sends when the benchmark body's
+// operation is already completed, with its old item, as the SDK decodes it
+// and as JSON on the wire.
+func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
+	args := map[string]any{"title": "Cannot sign in", "description": "Since this morning the login page says my password is wrong.\nI reset it twice.",
+		"priority": "high", "tags": []any{"login", "web"}}
+	key, err := idempotency.Derive(idempotency.PolicyArguments, "tenant-a", "req-7d2c9b1e", ticket.CreateName, args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := "0f8e6c1a-3b2d-4c5e-9f70-1a2b3c4d5e6f"
+	result := `{"status":"created","ticket_id":"` + id + `"}`
+	item := map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "op#" + key.ID}, "kind": &types.AttributeValueMemberS{Value: "operation"},
+		"user_id": &types.AttributeValueMemberS{Value: "user-a"}, "tenant_id": &types.AttributeValueMemberS{Value: "tenant-a"},
+		"function": &types.AttributeValueMemberS{Value: ticket.CreateName}, "state": &types.AttributeValueMemberS{Value: "completed"},
+		"fingerprint": &types.AttributeValueMemberS{Value: key.Fingerprint}, "ticket_id": &types.AttributeValueMemberS{Value: id},
+		"result": &types.AttributeValueMemberS{Value: result}, "created_at": &types.AttributeValueMemberN{Value: "1796040000"},
+		"expires_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
+	}
+	tce := &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: []types.CancellationReason{
+		{Code: aws.String("None")}, {Code: aws.String("ConditionalCheckFailed"), Item: item}, {Code: aws.String("None")}}}
+	var wire strings.Builder
+	wire.WriteString(`{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Item":{`)
+	first := true
+	for k, v := range item {
+		if !first {
+			wire.WriteByte(',')
+		}
+		first = false
+		switch x := v.(type) {
+		case *types.AttributeValueMemberS:
+			wire.WriteString(strconv.Quote(k) + `:{"S":` + strconv.Quote(x.Value) + `}`)
+		case *types.AttributeValueMemberN:
+			wire.WriteString(strconv.Quote(k) + `:{"N":` + strconv.Quote(x.Value) + `}`)
+		}
+	}
+	wire.WriteString(`}},{"Code":"None"}]}`)
+	return tce, []byte(wire.String())
+}
+
+func runCalls(b *testing.B, h *callback.Handler, want string) {
+	b.Helper()
+	req := callback.Request{Nonce: "unused", Body: benchBody}
+	ans := h.Call(context.Background(), req)
+	if ans.Status != 200 || !bytes.Contains(ans.Body, []byte(want)) {
+		b.Fatalf("answer %d %s, want %s", ans.Status, ans.Body, want)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		h.Call(context.Background(), req)
+	}
+	// CPU time of the process (GC included) is reported beside wall time:
+	// on a machine shared with other work it moves far less.
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the user and system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkOverhead is the handler path of one warm create_ticket call with
+// the store request built but not sent: oncecall's code alone.
+func BenchmarkOverhead(b *testing.B) {
+	b.Run("created", func(b *testing.B) {
+		runCalls(b, benchHandler(dynamo.New(&benchNoNetworkAPI{}, "oncecall")), `"deduplicated":false`)
+	})
+	b.Run("deduplicated", func(b *testing.B) {
+		tce, _ := replayOf(b)
+		runCalls(b, benchHandler(dynamo.New(&benchNoNetworkAPI{replay: tce}, "oncecall")), `"deduplicated":true`)
+	})
+}
+
+// BenchmarkOverheadWithSDK adds what the AWS SDK does per call: serialize,
+// sign and deserialize the request, over a transport that answers at once.
+func BenchmarkOverheadWithSDK(b *testing.B) {
+	client := func(status int, body []byte) *dynamodb.Client {
+		cfg := dynamo.LocalConfig("us-east-1")
+		cfg.HTTPClient = &http.Client{Transport: &benchCannedTransport{status: status, body: body}}
+		return dynamodb.NewFromConfig(cfg, dynamo.Options("http://127.0.0.1:1"))
+	}
+	b.Run("created", func(b *testing.B) {
+		runCalls(b, benchHandler(dynamo.New(client(200, []byte(`{}`)), "oncecall")), `"deduplicated":false`)
+	})
+	b.Run("deduplicated", func(b *testing.B) {
+		_, wire := replayOf(b)
+		runCalls(b, benchHandler(dynamo.New(client(400, wire), "oncecall")), `"deduplicated":true`)
+	})
+}

@@ -1,0 +1,12 @@
+// Package perf runs oncecall's bounded loopback measurements for
+// `make bench`: the floor ratios, throughput, heap growth, cold start under
+// the Runtime Interface Emulator and the side-by-side run against the
+// Powertools for AWS Lambda (TypeScript) idempotency utility.
+//
+// Every run talks only to servers it starts on 127.0.0.1, is bounded in
+// calls and in time, and stops what it started. Timings are reported as
+// ratios against a baseline measured in the same run. The store is the
+// embedded minidyn behind a Front that counts requests per table and
+// operation at the store side and, like DynamoDB, returns the old item with
+// a failed condition.
+package perf

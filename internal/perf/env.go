@@ -1,0 +1,180 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/localdb"
+)
+
+// Store is the embedded DynamoDB-compatible store on a loopback port, with a
+// Front before it, and a second, uncounted, port for the benchmarks' own
+// housekeeping (Prune).
+type Store struct {
+	*localdb.Server
+	Front *Front
+
+	admin    *http.Server
+	adminURL string
+	adminRun chan struct{}
+}
+
+// StartStore starts the embedded store on 127.0.0.1.
+func StartStore() (*Store, error) {
+	s := &Store{}
+	srv, err := localdb.StartWith("127.0.0.1:0", func(h http.Handler) http.Handler {
+		s.Front = NewFront(h)
+		return s.Front
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Server = srv
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	s.adminURL = "http://" + ln.Addr().String()
+	s.admin = &http.Server{Handler: srv.Mini, ReadHeaderTimeout: 5 * time.Second}
+	s.adminRun = make(chan struct{})
+	go func() {
+		defer close(s.adminRun)
+		_ = s.admin.Serve(ln)
+	}()
+	return s, nil
+}
+
+// Close stops both ports of the store.
+func (s *Store) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.admin.Shutdown(ctx)
+	<-s.adminRun
+	return s.Server.Close()
+}
+
+// Client returns a bare SDK client for the store, configured as oncecall's.
+func (s *Store) Client() *dynamodb.Client {
+	return dynamodb.NewFromConfig(dynamo.LocalConfig("us-east-1"), dynamo.Options(s.URL))
+}
+
+// Service is oncecall's local HTTP server on a loopback port.
+type Service struct {
+	// URL is the callback URL.
+	URL     string
+	Handler *callback.Handler
+	Store   *dynamo.Store
+	Table   string
+
+	srv  *http.Server
+	done chan struct{}
+}
+
+// NoNonceCheck is an Authenticator that accepts every call. It exists only
+// for the peer comparison, which leaves nonce verification out of both
+// sides; nothing else may use it.
+type NoNonceCheck struct{}
+
+// Verify accepts anything.
+func (NoNonceCheck) Verify(string) error { return nil }
+
+// MaxCost is never used.
+func (NoNonceCheck) MaxCost() int { return 0 }
+
+// StartService assembles oncecall exactly as cmd/oncecall does (app.Handler
+// over app.Store, the demo users seeded into a fresh table) over storeURL,
+// and serves it on 127.0.0.1. The log lines are encoded as in production and
+// discarded.
+func StartService(ctx context.Context, storeURL, table string) (*Service, error) {
+	cfg := config.Defaults
+	cfg.Table, cfg.Endpoint, cfg.HookKey = table, storeURL, localdb.DemoHookKey
+	awsCfg, err := app.AWSConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), table); err != nil {
+		return nil, err
+	}
+	store := app.Store(awsCfg, cfg)
+	if _, err := localdb.SeedDemo(ctx, store); err != nil {
+		return nil, err
+	}
+	h, err := app.Handler(cfg, store, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{
+		URL: "http://" + ln.Addr().String() + httpapi.CallbackPath, Handler: h, Store: store, Table: table,
+		srv:  &http.Server{Handler: httpapi.New(h, ""), ReadHeaderTimeout: 5 * time.Second},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			panic(fmt.Sprintf("oncecall service: %v", err))
+		}
+	}()
+	return s, nil
+}
+
+// Close stops the service and waits for it.
+func (s *Service) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	return err
+}
+
+// Prune deletes every item of table but the user records, through the
+// uncounted port, between timed samples, never during one. The embedded store copies a whole table for
+// every transaction's rollback snapshot, so its transactions slow down as
+// a table grows, which DynamoDB's do not; keeping the tables small keeps
+// that artifact out of the figures.
+func (s *Store) Prune(ctx context.Context, table string) error {
+	client := dynamodb.NewFromConfig(dynamo.LocalConfig("us-east-1"), dynamo.Options(s.adminURL))
+	defer client.Options().HTTPClient.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	var start map[string]types.AttributeValue
+	for {
+		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: &table, ExclusiveStartKey: start,
+			ProjectionExpression: aws.String("#pk"), ExpressionAttributeNames: map[string]string{"#pk": dynamo.PartitionKey}})
+		if err != nil {
+			return err
+		}
+		for _, item := range out.Items {
+			pk, _ := item[dynamo.PartitionKey].(*types.AttributeValueMemberS)
+			if pk == nil || strings.HasPrefix(pk.Value, "user#") {
+				continue
+			}
+			if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table,
+				Key: map[string]types.AttributeValue{dynamo.PartitionKey: pk}}); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
