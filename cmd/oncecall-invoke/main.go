@@ -107,7 +107,7 @@ func run(ctx context.Context, bootstrap, emulator, dbAddr string, names []string
 	if err != nil {
 		return false, fmt.Errorf("embedded store: %w", err)
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	cfg := config.Defaults
 	cfg.Endpoint, cfg.Table = db.URL, tableName
 	awsCfg, err := app.AWSConfig(ctx, cfg)
@@ -125,7 +125,7 @@ func run(ctx context.Context, bootstrap, emulator, dbAddr string, names []string
 	if err != nil {
 		return false, err
 	}
-	defer emu.Close()
+	defer func() { _ = emu.Close() }()
 
 	player := m.Player()
 	allOK := true

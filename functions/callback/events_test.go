@@ -101,13 +101,15 @@ func (a *awsEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.record(call{Target: target, Body: body})
 	switch {
 	case target == getSecretValue:
-		var in struct{ SecretId string }
+		var in struct {
+			SecretID string `json:"SecretId"`
+		}
 		_ = json.Unmarshal(body, &in)
 		a.mu.Lock()
 		value := a.secret
 		a.mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		if in.SecretId != testSecret || value == "" {
+		if in.SecretID != testSecret || value == "" {
 			w.Header().Set("X-Amzn-ErrorType", "ResourceNotFoundException")
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprint(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)

@@ -53,7 +53,9 @@ func goCommand() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	// The test binary was built here by this very toolchain, so its GOROOT
+	// is the one to use.
+	return filepath.Join(runtime.GOROOT(), "bin", "go") //nolint:staticcheck // see above
 }
 
 func goBuild(ctx context.Context, args ...string) error {
@@ -61,7 +63,7 @@ func goBuild(ctx context.Context, args ...string) error {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("go build %v: %v\n%s", args, err, out)
+		return fmt.Errorf("go build %v: %w\n%s", args, err, out)
 	}
 	return nil
 }

@@ -243,15 +243,15 @@ func (s *stack) evalCond(t *testing.T, n any) bool {
 		case "Fn::Not":
 			return !s.evalCond(t, args[0])
 		case "Fn::And", "Fn::Or":
-			all, any := true, false
+			all, some := true, false
 			for _, a := range args {
 				v := s.evalCond(t, a)
-				all, any = all && v, any || v
+				all, some = all && v, some || v
 			}
 			if fn == "Fn::And" {
 				return all
 			}
-			return any
+			return some
 		case "Condition":
 			return s.cond(t, arg.(string))
 		}
@@ -378,17 +378,6 @@ func (s *stack) intrinsic(t *testing.T, fn string, arg any) any {
 	}
 	t.Fatalf("unsupported intrinsic %s", fn)
 	return nil
-}
-
-// resource returns the evaluated properties of resource name.
-func (s *stack) props(t *testing.T, name string) map[string]any {
-	t.Helper()
-	r, ok := s.Eval["Resources"].(map[string]any)[name].(map[string]any)
-	if !ok {
-		t.Fatalf("no resource %s", name)
-	}
-	p, _ := r["Properties"].(map[string]any)
-	return p
 }
 
 // env is CallbackFunction's environment as deployed.
@@ -732,10 +721,7 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 // TestTemplateCoversTheStoreAPI keeps dynamoActions honest: a method added
 // to dynamo.API must say what it needs in IAM.
 func TestTemplateCoversTheStoreAPI(t *testing.T) {
-	var methods []string
-	for _, m := range apiMethods() {
-		methods = append(methods, m)
-	}
+	methods := apiMethods()
 	sort.Strings(methods)
 	if !slices.Equal(methods, slices.Sorted(maps.Keys(dynamoActions))) {
 		t.Errorf("dynamo.API has %v; dynamoActions maps %v", methods, slices.Sorted(maps.Keys(dynamoActions)))

@@ -31,7 +31,7 @@ var (
 	nonces     hostile.Nonces
 )
 
-func testNonces(t testing.TB) hostile.Nonces {
+func testNonces(_ testing.TB) hostile.Nonces {
 	noncesOnce.Do(func() {
 		var err error
 		if nonces, err = hostile.NewNonces(localdb.DemoHookKey, testCost); err != nil {

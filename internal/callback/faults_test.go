@@ -401,7 +401,7 @@ func TestFaultSlowStoreAnswersBeforeTheDeadline(t *testing.T) {
 // between the commit and the response.
 func abortingServer(t testing.TB, h *callback.Handler) *httptest.Server {
 	inner := httpapi.New(h, "")
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
 		inner.ServeHTTP(discard{http.Header{}}, req)
 		panic(http.ErrAbortHandler)
 	}))

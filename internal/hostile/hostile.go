@@ -77,11 +77,11 @@ const body = `{"type":"tool_call","function":{"name":"create_ticket","content":{
 
 // edit returns s with the first old replaced by new; it panics when old is
 // absent so that a case can never silently test the unedited body.
-func edit(s, old, new string) string {
+func edit(s, old, replacement string) string {
 	if !strings.Contains(s, old) {
 		panic(fmt.Sprintf("hostile: %q not in %s", old, s))
 	}
-	return strings.Replace(s, old, new, 1)
+	return strings.Replace(s, old, replacement, 1)
 }
 
 // with applies edits to the valid body, in pairs of old and new.

@@ -60,7 +60,7 @@ var (
 
 // validNonce is a cheap (cost 4) nonce of the demo hook key; the server
 // accepts costs up to 10 and takes the same path for all of them.
-func validNonce(t testing.TB) string {
+func validNonce(_ testing.TB) string {
 	nonceOnce.Do(func() {
 		var err error
 		if testNonce, err = nonce.Generate(localdb.DemoHookKey, nonce.MinCost); err != nil {

@@ -82,7 +82,7 @@ func Do(ctx context.Context, client *http.Client, url, nonce string, c Call) Res
 		r.Err = err.Error()
 		return r
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	r.Status = res.StatusCode
 	if err != nil {

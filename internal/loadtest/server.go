@@ -155,7 +155,7 @@ func Build(ctx context.Context, dir string, commands ...string) ([]string, error
 	}
 	out, err := exec.CommandContext(ctx, gobin, "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" || strings.TrimSpace(string(out)) == os.DevNull {
-		return nil, fmt.Errorf("loadtest: no module root: %v", err)
+		return nil, fmt.Errorf("loadtest: no module root: %w", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
 	paths := make([]string, len(commands))
@@ -167,7 +167,7 @@ func Build(ctx context.Context, dir string, commands ...string) ([]string, error
 	cmd := exec.CommandContext(ctx, gobin, args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("loadtest: go build: %v\n%s", err, out)
+		return nil, fmt.Errorf("loadtest: go build: %w\n%s", err, out)
 	}
 	return paths, nil
 }

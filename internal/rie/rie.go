@@ -139,7 +139,7 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().String(), nil
 }
 
@@ -148,7 +148,7 @@ func (e *Emulator) waitListening(ctx context.Context, addr string) error {
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 			return nil
 		}
 		select {
@@ -179,7 +179,7 @@ func (e *Emulator) Invoke(ctx context.Context, id string, event []byte) (Invocat
 	if err != nil {
 		return Invocation{}, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return Invocation{}, err
