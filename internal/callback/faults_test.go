@@ -26,6 +26,7 @@ import (
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/logbuf"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
@@ -510,7 +511,7 @@ func (r *rig) operation(t testing.TB, user, requestID, args string) *idempotency
 // cold user cache, a new store client and its own listener.
 func (r *rig) restarted(t testing.TB) *rig {
 	t.Helper()
-	r2 := &rig{t: t, env: r.env, logs: &syncBuffer{}, now: r.clock()}
+	r2 := &rig{t: t, env: r.env, logs: &logbuf.Buffer{}, now: r.clock()}
 	r2.store = dynamo.New(dynamotest.NewClient(t, r.env.Endpoint, r.env.Requests), r.env.Table)
 	r2.store.Now = r2.clock
 	v, err := nonce.NewVerifier(0, localdb.DemoHookKey)

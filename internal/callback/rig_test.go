@@ -1,7 +1,6 @@
 package callback_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/logbuf"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 
@@ -49,26 +49,9 @@ type rig struct {
 	store *dynamo.Store
 	h     *callback.Handler
 	srv   *httptest.Server
-	logs  *syncBuffer
+	logs  *logbuf.Buffer
 	now   time.Time
 	mu    sync.Mutex
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type rigOption func(*rig, *dynamotest.Env) dynamo.API
@@ -84,7 +67,7 @@ func viaProxy(p **dynamotest.Proxy) rigOption {
 func newRig(t testing.TB, opts ...rigOption) *rig {
 	t.Helper()
 	env := dynamotest.New(t)
-	r := &rig{t: t, env: env, logs: &syncBuffer{}, now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	r := &rig{t: t, env: env, logs: &logbuf.Buffer{}, now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	var api dynamo.API = env.Client
 	for _, o := range opts {
 		api = o(r, env)

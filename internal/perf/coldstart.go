@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/logbuf"
 )
 
 // RIEModule is the Runtime Interface Emulator, pinned; the go command builds
@@ -204,7 +205,7 @@ func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startT
 	cmd.Dir = filepath.Dir(bootstrap)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out syncBuffer
+	var out logbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return st, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/logbuf"
 )
 
 // PeerTable is the table the Powertools peer uses, beside oncecall's.
@@ -66,7 +67,7 @@ func startPeer(dir, storeURL string) (string, func(), error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT="+storeURL, "TABLE_NAME="+PeerTable, "AWS_EC2_METADATA_DISABLED=true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var errs syncBuffer
+	var errs logbuf.Buffer
 	cmd.Stderr = &errs
 	out, err := cmd.StdoutPipe()
 	if err != nil {
