@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/localdb"
 )
 
 // Fault is what the Proxy does to one request instead of, or besides,
@@ -118,8 +120,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Fault{Error: "InternalServerError", Status: http.StatusInternalServerError})
 		return
 	}
-	if p.ReturnOldItems && op == "TransactWriteItems" && status == http.StatusBadRequest {
-		out = p.fillOldItems(r, body, out)
+	if p.ReturnOldItems && status == http.StatusBadRequest {
+		out = localdb.FillOldItems(op, body, out, p.current(r))
 	}
 	for k, vs := range header {
 		if strings.EqualFold(k, "Content-Length") {
@@ -169,66 +171,27 @@ func writeError(w http.ResponseWriter, f Fault) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// fillOldItems adds the current item to each ConditionalCheckFailed reason
-// of a Put or ConditionCheck that asked for ALL_OLD, reading it from the
-// store.
-func (p *Proxy) fillOldItems(r *http.Request, reqBody, respBody []byte) []byte {
-	var req struct {
-		TransactItems []struct {
-			Put *struct {
-				TableName                           string
-				Item                                map[string]json.RawMessage
-				ReturnValuesOnConditionCheckFailure string
-			}
-			ConditionCheck *struct {
-				TableName                           string
-				Key                                 map[string]json.RawMessage
-				ReturnValuesOnConditionCheckFailure string
-			}
-		}
-	}
-	var resp map[string]any
-	if json.Unmarshal(reqBody, &req) != nil || json.Unmarshal(respBody, &resp) != nil {
-		return respBody
-	}
-	reasons, _ := resp["CancellationReasons"].([]any)
-	for i, raw := range reasons {
-		reason, _ := raw.(map[string]any)
-		if reason == nil || reason["Code"] != "ConditionalCheckFailed" || reason["Item"] != nil || i >= len(req.TransactItems) {
-			continue
-		}
-		var table string
-		var key json.RawMessage
-		switch it := req.TransactItems[i]; {
-		case it.Put != nil && it.Put.ReturnValuesOnConditionCheckFailure == "ALL_OLD":
-			table, key = it.Put.TableName, it.Put.Item["pk"]
-		case it.ConditionCheck != nil && it.ConditionCheck.ReturnValuesOnConditionCheckFailure == "ALL_OLD":
-			table, key = it.ConditionCheck.TableName, it.ConditionCheck.Key["pk"]
-		default:
-			continue
-		}
+// current reads an item from the target with a consistent GetItem, signed
+// like the request r it serves; nil when absent or unreadable.
+func (p *Proxy) current(r *http.Request) localdb.CurrentItem {
+	return func(table string, key json.RawMessage) json.RawMessage {
 		get, _ := json.Marshal(map[string]any{"TableName": table, "Key": map[string]json.RawMessage{"pk": key}, "ConsistentRead": true})
 		gr, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.target+"/", bytes.NewReader(get))
 		if err != nil {
-			continue
+			return nil
 		}
 		gr.Header.Set("Content-Type", "application/x-amz-json-1.0")
 		gr.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
 		gr.Header.Set("Authorization", r.Header.Get("Authorization"))
 		res, err := p.client.Do(gr)
 		if err != nil {
-			continue
+			return nil
 		}
-		var out struct{ Item map[string]any }
-		_ = json.NewDecoder(res.Body).Decode(&out)
-		_ = res.Body.Close()
-		if out.Item != nil {
-			reason["Item"] = out.Item
+		defer func() { _ = res.Body.Close() }()
+		var out struct{ Item json.RawMessage }
+		if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&out) != nil || len(out.Item) == 0 || string(out.Item) == "null" {
+			return nil
 		}
+		return out.Item
 	}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		return respBody
-	}
-	return b
 }

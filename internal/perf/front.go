@@ -10,13 +10,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/localdb"
 )
 
 // Front sits before the embedded store's handler. It counts every request
 // per table and operation as the store receives it, so that oncecall and a
 // peer are counted the same way, and it returns the old item with a failed
 // condition that asked for ALL_OLD, as DynamoDB does and minidyn does not
-// for Put. Items are keyed by the attribute "pk".
+// for Put (localdb.FillOldItems). Items are keyed by the attribute "pk".
 type Front struct {
 	next http.Handler
 
@@ -118,7 +120,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	out := rec.Body.Bytes()
 	if rec.Code == http.StatusBadRequest {
-		out = f.fillOldItems(op.Name, body, out)
+		out = localdb.FillOldItems(op.Name, body, out, f.current)
 	}
 	for k, vs := range rec.Header() {
 		if !strings.EqualFold(k, "Content-Length") {
@@ -142,83 +144,6 @@ func tableOf(body []byte) string {
 		return ""
 	}
 	return string(rest[:j])
-}
-
-type returning struct {
-	TableName                           string
-	Item                                map[string]json.RawMessage
-	Key                                 map[string]json.RawMessage
-	ReturnValuesOnConditionCheckFailure string
-}
-
-// key is the item key the action names.
-func (a *returning) key() json.RawMessage {
-	if a == nil || a.ReturnValuesOnConditionCheckFailure != "ALL_OLD" {
-		return nil
-	}
-	if k := a.Key["pk"]; k != nil {
-		return k
-	}
-	return a.Item["pk"]
-}
-
-// fillOldItems adds the current item to failed conditions that asked for it.
-func (f *Front) fillOldItems(op string, reqBody, respBody []byte) []byte {
-	var resp map[string]any
-	if json.Unmarshal(respBody, &resp) != nil {
-		return respBody
-	}
-	changed := false
-	switch op {
-	case "TransactWriteItems":
-		var req struct {
-			TransactItems []struct {
-				Put, ConditionCheck, Update, Delete *returning
-			}
-		}
-		if json.Unmarshal(reqBody, &req) != nil {
-			return respBody
-		}
-		reasons, _ := resp["CancellationReasons"].([]any)
-		for i, raw := range reasons {
-			reason, _ := raw.(map[string]any)
-			if reason == nil || reason["Code"] != "ConditionalCheckFailed" || reason["Item"] != nil || i >= len(req.TransactItems) {
-				continue
-			}
-			it := req.TransactItems[i]
-			for _, a := range []*returning{it.Put, it.ConditionCheck, it.Update, it.Delete} {
-				if k := a.key(); k != nil {
-					if item := f.current(a.TableName, k); item != nil {
-						reason["Item"] = item
-						changed = true
-					}
-				}
-			}
-		}
-	case "PutItem", "UpdateItem", "DeleteItem":
-		typ, _ := resp["__type"].(string)
-		if !strings.HasSuffix(typ, "ConditionalCheckFailedException") || resp["Item"] != nil {
-			return respBody
-		}
-		var a returning
-		if json.Unmarshal(reqBody, &a) != nil {
-			return respBody
-		}
-		if k := a.key(); k != nil {
-			if item := f.current(a.TableName, k); item != nil {
-				resp["Item"] = item
-				changed = true
-			}
-		}
-	}
-	if !changed {
-		return respBody
-	}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		return respBody
-	}
-	return b
 }
 
 // current reads an item straight from the store, uncounted.
