@@ -27,16 +27,11 @@ const (
 // HTTPClient returns the HTTP client for the DynamoDB SDK: bounded dials and
 // enough idle connections that concurrent calls reuse them.
 func HTTPClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:          MaxIdleConns,
-		MaxIdleConnsPerHost:   MaxIdleConns,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   DialTimeout,
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     true,
-	}}
+	d := &net.Dialer{}
+	tuneDialer(d)
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: d.DialContext}
+	tuneTransport(tr)
+	return &http.Client{Transport: tr}
 }
 
 // BuildableHTTPClient is HTTPClient in the form the SDK's configuration
@@ -44,17 +39,20 @@ func HTTPClient() *http.Client {
 // the bundle's roots to the client's transport and refuses any client that
 // is not an awshttp.BuildableClient. Use it with LoadDefaultConfig.
 func BuildableHTTPClient() *awshttp.BuildableClient {
-	return awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) {
-			d.Timeout, d.KeepAlive = DialTimeout, 30*time.Second
-		}).
-		WithTransportOptions(func(tr *http.Transport) {
-			tr.MaxIdleConns, tr.MaxIdleConnsPerHost = MaxIdleConns, MaxIdleConns
-			tr.IdleConnTimeout = 90 * time.Second
-			tr.TLSHandshakeTimeout = DialTimeout
-			tr.ExpectContinueTimeout = time.Second
-			tr.ForceAttemptHTTP2 = true
-		})
+	return awshttp.NewBuildableClient().WithDialerOptions(tuneDialer).WithTransportOptions(tuneTransport)
+}
+
+// tuneDialer and tuneTransport hold the settings both clients share.
+func tuneDialer(d *net.Dialer) {
+	d.Timeout, d.KeepAlive = DialTimeout, 30*time.Second
+}
+
+func tuneTransport(tr *http.Transport) {
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = MaxIdleConns, MaxIdleConns
+	tr.IdleConnTimeout = 90 * time.Second
+	tr.TLSHandshakeTimeout = DialTimeout
+	tr.ExpectContinueTimeout = time.Second
+	tr.ForceAttemptHTTP2 = true
 }
 
 // Options configures the SDK client for a Store: the SDK's own retries are
