@@ -135,12 +135,8 @@ func TestSecondClaimReturnsTheFirst(t *testing.T) {
 func TestReplayRoundTrips(t *testing.T) {
 	for _, parity := range []bool{true, false} {
 		t.Run("returnsOldItem="+strconv.FormatBool(parity), func(t *testing.T) {
-			var proxy *dynamotest.Proxy
-			f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-				proxy = dynamotest.NewProxy(t, env.Endpoint)
-				proxy.ReturnOldItems = parity
-				return dynamotest.NewClient(t, proxy.URL, env.Requests)
-			})
+			f, proxy := newProxied(t)
+			proxy.ReturnOldItems = parity
 			rec, tk := f.claim("k1")
 			if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
 				t.Fatal(err)
@@ -400,12 +396,8 @@ func TestFailedUserCheckSaysWhy(t *testing.T) {
 		"function taken": func(u *identity.User) { u.Functions = []string{ticket.GetName} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			var proxy *dynamotest.Proxy
-			f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-				proxy = dynamotest.NewProxy(t, env.Endpoint)
-				proxy.ReturnOldItems = true
-				return dynamotest.NewClient(t, proxy.URL, env.Requests)
-			})
+			f, proxy := newProxied(t)
+			proxy.ReturnOldItems = true
 			u := alice
 			change(&u)
 			if err := f.store.PutUser(context.Background(), u); err != nil {
@@ -432,11 +424,7 @@ func TestFailedUserCheckSaysWhy(t *testing.T) {
 // check and the claim failed, as DynamoDB reports it: the caller learns that
 // the user is revoked and nothing about the operation.
 func TestRevocationWinsOverAClaim(t *testing.T) {
-	var proxy *dynamotest.Proxy
-	f := newFixture(t, func(env *dynamotest.Env) dynamo.API {
-		proxy = dynamotest.NewProxy(t, env.Endpoint)
-		return dynamotest.NewClient(t, proxy.URL, env.Requests)
-	})
+	f, proxy := newProxied(t)
 	rec, tk := f.claim("k1")
 	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
 		t.Fatal(err)
