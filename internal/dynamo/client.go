@@ -56,11 +56,13 @@ func tuneTransport(tr *http.Transport) {
 }
 
 // Options configures the SDK client for a Store: the SDK's own retries are
-// off, because the Store spends its own, named, budget (MaxAttempts), and an
+// off, because the Store spends its own, named, budget (MaxAttempts); every
+// request body is handed to the transport as a copy (see ownBody); and an
 // endpoint, when not empty, replaces AWS's.
 func Options(endpoint string) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.RetryMaxAttempts = 1
+		o.HTTPClient = withOwnBody(o.HTTPClient)
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
