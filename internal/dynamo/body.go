@@ -29,7 +29,15 @@ func (c ownBody) Do(r *http.Request) (*http.Response, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return c.next.Do(r)
 	}
-	b, err := io.ReadAll(r.Body)
+	var b []byte
+	var err error
+	if n := r.ContentLength; n > 0 {
+		// The SDK always knows the length: one allocation, no growing.
+		b = make([]byte, n)
+		_, err = io.ReadFull(r.Body, b)
+	} else {
+		b, err = io.ReadAll(r.Body)
+	}
 	_ = r.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: read request body: %w", err)
