@@ -58,11 +58,9 @@ func (c ownBody) CloseIdleConnections() {
 	}
 }
 
-// withOwnBody wraps c in ownBody once.
+// withOwnBody wraps c in ownBody once. The SDK has set its HTTP client
+// before it applies option functions, so c is never nil here.
 func withOwnBody(c aws.HTTPClient) aws.HTTPClient {
-	if c == nil {
-		return nil
-	}
 	if _, ok := c.(ownBody); ok {
 		return c
 	}
