@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dynamotest"
-	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/perf"
+	"github.com/oncecall/oncecall/internal/dev/perf"
 )
 
 func main() {

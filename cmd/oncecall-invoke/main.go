@@ -31,10 +31,10 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dev/eventset"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/rie"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/eventset"
-	"github.com/oncecall/oncecall/internal/localdb"
-	"github.com/oncecall/oncecall/internal/rie"
 )
 
 // Limits of one run.

@@ -20,12 +20,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/eventset"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/rie"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/dynamotest"
-	"github.com/oncecall/oncecall/internal/eventset"
-	"github.com/oncecall/oncecall/internal/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
-	"github.com/oncecall/oncecall/internal/rie"
 )
 
 const (

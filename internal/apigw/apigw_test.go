@@ -15,11 +15,11 @@ import (
 
 	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/hostiletest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/dynamotest"
-	"github.com/oncecall/oncecall/internal/hostile"
 	"github.com/oncecall/oncecall/internal/identity"
-	"github.com/oncecall/oncecall/internal/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 
@@ -28,13 +28,13 @@ const testCost = nonce.MinCost
 
 var (
 	noncesOnce sync.Once
-	nonces     hostile.Nonces
+	nonces     hostiletest.Nonces
 )
 
-func testNonces(_ testing.TB) hostile.Nonces {
+func testNonces(_ testing.TB) hostiletest.Nonces {
 	noncesOnce.Do(func() {
 		var err error
-		if nonces, err = hostile.NewNonces(localdb.DemoHookKey, testCost); err != nil {
+		if nonces, err = hostiletest.NewNonces(localdb.DemoHookKey, testCost); err != nil {
 			panic(err)
 		}
 	})
@@ -87,7 +87,7 @@ func event(body []byte, headers map[string]string, base64Body bool) events.APIGa
 // headerMap turns a case's headers into an event's: API Gateway lower-cases
 // names and joins repeated ones with commas; lower false keeps the names as
 // written (as other event sources may).
-func headerMap(hs []hostile.Header, lower bool) map[string]string {
+func headerMap(hs []hostiletest.Header, lower bool) map[string]string {
 	m := map[string]string{"content-type": "application/json"}
 	names := map[string]string{}
 	for _, h := range hs {
@@ -135,13 +135,13 @@ func TestHostileCatalogueThroughAPIGateway(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			f := newFixture(t)
 			n := testNonces(t)
-			secret, _ := f.create(t, hostile.Owner, hostile.SecretRequestID, hostile.SecretArgs)["ticket_id"].(string)
-			for _, c := range hostile.Cases(n) {
+			secret, _ := f.create(t, hostiletest.Owner, hostiletest.SecretRequestID, hostiletest.SecretArgs)["ticket_id"].(string)
+			for _, c := range hostiletest.Cases(n) {
 				t.Run(c.Name, func(t *testing.T) {
-					body := bytes.ReplaceAll(c.Body, []byte(hostile.SecretPlaceholder), []byte(secret))
+					body := bytes.ReplaceAll(c.Body, []byte(hostiletest.SecretPlaceholder), []byte(secret))
 					hs := c.Headers
 					if hs == nil {
-						hs = []hostile.Header{{Name: hostile.NonceHeader, Value: n.Valid}}
+						hs = []hostiletest.Header{{Name: hostiletest.NonceHeader, Value: n.Valid}}
 					}
 					tickets, ops := f.env.Count(t, "ticket"), f.env.Count(t, "operation")
 					res, err := f.gw.Handle(context.Background(), event(body, headerMap(hs, mode.lower), mode.base64))
@@ -164,7 +164,7 @@ func TestHostileCatalogueThroughAPIGateway(t *testing.T) {
 	}
 }
 
-func checkAnswer(t *testing.T, c hostile.Case, status int, raw, sent []byte, secret string) {
+func checkAnswer(t *testing.T, c hostiletest.Case, status int, raw, sent []byte, secret string) {
 	t.Helper()
 	for _, w := range c.Check(status, raw, sent, secret) {
 		t.Error(w)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/loadtest"
+	"github.com/oncecall/oncecall/internal/dev/loadtest"
 )
 
 // TestMixedConcurrentRun runs the mixed plan against the handler in this
@@ -13,7 +13,7 @@ import (
 // and the store client under concurrent calls; the answers are compared
 // with the store. BCrypt under the race detector is slow, so this run is
 // smaller than the 1,000-call run against the server binary in
-// internal/loadtest.
+// internal/dev/loadtest.
 func TestMixedConcurrentRun(t *testing.T) {
 	r := newRig(t)
 	const calls, ops = 400, 100

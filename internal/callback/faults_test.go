@@ -20,13 +20,13 @@ import (
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/canonjson"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/dynamotest"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
-	"github.com/oncecall/oncecall/internal/localdb"
-	"github.com/oncecall/oncecall/internal/logbuf"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
@@ -511,7 +511,7 @@ func (r *rig) operation(t testing.TB, user, requestID, args string) *idempotency
 // cold user cache, a new store client and its own listener.
 func (r *rig) restarted(t testing.TB) *rig {
 	t.Helper()
-	r2 := &rig{t: t, env: r.env, logs: &logbuf.Buffer{}, now: r.clock()}
+	r2 := &rig{t: t, env: r.env, logs: &logtest.Buffer{}, now: r.clock()}
 	r2.store = dynamo.New(dynamotest.NewClient(t, r.env.Endpoint, r.env.Requests), r.env.Table)
 	r2.store.Now = r2.clock
 	v, err := nonce.NewVerifier(0, localdb.DemoHookKey)
@@ -528,7 +528,7 @@ func (r *rig) restarted(t testing.TB) *rig {
 // TestFaultRestartReusesStoredResult stops the first server and asks a
 // second one, sharing only the store, for the same operation. (The same with
 // real processes, and against DYNAMODB_ENDPOINT when set, is in
-// internal/loadtest.)
+// internal/dev/loadtest.)
 func TestFaultRestartReusesStoredResult(t *testing.T) {
 	r := newRig(t)
 	first := r.call(create("user-a", "r-1", signIn))

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/hostile"
+	"github.com/oncecall/oncecall/internal/dev/hostiletest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/httpapi"
-	"github.com/oncecall/oncecall/internal/localdb"
 )
 
 // TestHostileCatalogue sends every case of the hostile catalogue over HTTP
@@ -18,18 +18,18 @@ import (
 // run in catalogue order on one table.
 func TestHostileCatalogue(t *testing.T) {
 	r := newRig(t)
-	secret := r.mustCreate(create(hostile.Owner, hostile.SecretRequestID, hostile.SecretArgs))
-	nonces, err := hostile.NewNonces(localdb.DemoHookKey, testCost)
+	secret := r.mustCreate(create(hostiletest.Owner, hostiletest.SecretRequestID, hostiletest.SecretArgs))
+	nonces, err := hostiletest.NewNonces(localdb.DemoHookKey, testCost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := hostile.Cases(nonces)
+	cases := hostiletest.Cases(nonces)
 	if len(cases) < 40 {
 		t.Fatalf("only %d cases in the catalogue", len(cases))
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			body := bytes.ReplaceAll(c.Body, []byte(hostile.SecretPlaceholder), []byte(secret))
+			body := bytes.ReplaceAll(c.Body, []byte(hostiletest.SecretPlaceholder), []byte(secret))
 			req, err := http.NewRequest(http.MethodPost, r.srv.URL+httpapi.CallbackPath, bytes.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
@@ -37,7 +37,7 @@ func TestHostileCatalogue(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			headers := c.Headers
 			if headers == nil {
-				headers = []hostile.Header{{Name: hostile.NonceHeader, Value: nonces.Valid}}
+				headers = []hostiletest.Header{{Name: hostiletest.NonceHeader, Value: nonces.Valid}}
 			}
 			for _, h := range headers {
 				req.Header[h.Name] = append(req.Header[h.Name], h.Value) // the name as written, on the wire
@@ -62,7 +62,7 @@ func TestHostileCatalogue(t *testing.T) {
 		})
 	}
 	logs := r.logs.String()
-	for _, s := range []string{nonces.Valid, nonces.WrongKey, localdb.DemoHookKey, hostile.SecretTitle, "Cannot sign in"} {
+	for _, s := range []string{nonces.Valid, nonces.WrongKey, localdb.DemoHookKey, hostiletest.SecretTitle, "Cannot sign in"} {
 		if strings.Contains(logs, s) {
 			t.Errorf("the log contains %q", s)
 		}
@@ -70,7 +70,7 @@ func TestHostileCatalogue(t *testing.T) {
 }
 
 // checkHostileAnswer fails the test for every way the answer is wrong.
-func checkHostileAnswer(t *testing.T, c hostile.Case, status int, raw, sent []byte, secret string) {
+func checkHostileAnswer(t *testing.T, c hostiletest.Case, status int, raw, sent []byte, secret string) {
 	t.Helper()
 	for _, w := range c.Check(status, raw, sent, secret) {
 		t.Error(w)

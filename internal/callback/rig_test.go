@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/dynamotest"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/identity"
-	"github.com/oncecall/oncecall/internal/localdb"
-	"github.com/oncecall/oncecall/internal/logbuf"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 
@@ -49,7 +49,7 @@ type rig struct {
 	store *dynamo.Store
 	h     *callback.Handler
 	srv   *httptest.Server
-	logs  *logbuf.Buffer
+	logs  *logtest.Buffer
 	now   time.Time
 	mu    sync.Mutex
 }
@@ -67,7 +67,7 @@ func viaProxy(p **dynamotest.Proxy) rigOption {
 func newRig(t testing.TB, opts ...rigOption) *rig {
 	t.Helper()
 	env := dynamotest.New(t)
-	r := &rig{t: t, env: env, logs: &logbuf.Buffer{}, now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	r := &rig{t: t, env: env, logs: &logtest.Buffer{}, now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	var api dynamo.API = env.Client
 	for _, o := range opts {
 		api = o(r, env)

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
-	"github.com/oncecall/oncecall/internal/localdb"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/oncecall/oncecall/internal/jsontest"
+	"github.com/oncecall/oncecall/internal/dev/jsontest"
 )
 
 // jsonValue generates values of the types Parse returns, nested to depth.

@@ -7,8 +7,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/oncecall/oncecall/internal/dev/jsontest"
 	"github.com/oncecall/oncecall/internal/idempotency"
-	"github.com/oncecall/oncecall/internal/jsontest"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 )
 
 // Fault is what the Proxy does to one request instead of, or besides,

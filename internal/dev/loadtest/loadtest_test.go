@@ -25,9 +25,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/oncecall/oncecall/internal/dynamotest"
-	"github.com/oncecall/oncecall/internal/loadtest"
-	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/loadtest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 

@@ -7,9 +7,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
-	"github.com/oncecall/oncecall/internal/localdb"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/localdb"
-	"github.com/oncecall/oncecall/internal/logbuf"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/logtest"
 )
 
 // RIEModule is the Runtime Interface Emulator, pinned; the go command builds
@@ -205,7 +205,7 @@ func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startT
 	cmd.Dir = filepath.Dir(bootstrap)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out logbuf.Buffer
+	var out logtest.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return st, err

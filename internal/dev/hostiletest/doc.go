@@ -1,4 +1,4 @@
-// Package hostile is the catalogue of hostile and broken callbacks that
+// Package hostiletest is the catalogue of hostile and broken callbacks that
 // oncecall must refuse cleanly: bodies, arguments, metadata, identities and
 // headers, each with the answer it must get.
 //
@@ -7,4 +7,4 @@
 // base64-encoded), and both check the status, the code, that the message
 // says what to fix, that nothing was written, and that the result of an
 // operation seeded by Owner is never disclosed to a caller who may not see it.
-package hostile
+package hostiletest

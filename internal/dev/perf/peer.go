@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/localdb"
-	"github.com/oncecall/oncecall/internal/logbuf"
 )
 
 // PeerTable is the table the Powertools peer uses, beside oncecall's.
@@ -67,7 +67,7 @@ func startPeer(dir, storeURL string) (string, func(), error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT="+storeURL, "TABLE_NAME="+PeerTable, "AWS_EC2_METADATA_DISABLED=true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var errs logbuf.Buffer
+	var errs logtest.Buffer
 	cmd.Stderr = &errs
 	out, err := cmd.StdoutPipe()
 	if err != nil {

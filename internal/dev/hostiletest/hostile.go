@@ -1,4 +1,4 @@
-package hostile
+package hostiletest
 
 import (
 	"fmt"
@@ -79,7 +79,7 @@ const body = `{"type":"tool_call","function":{"name":"create_ticket","content":{
 // absent so that a case can never silently test the unedited body.
 func edit(s, old, replacement string) string {
 	if !strings.Contains(s, old) {
-		panic(fmt.Sprintf("hostile: %q not in %s", old, s))
+		panic(fmt.Sprintf("hostiletest: %q not in %s", old, s))
 	}
 	return strings.Replace(s, old, replacement, 1)
 }

@@ -1,7 +1,7 @@
-// Package logbuf provides Buffer, a bytes.Buffer that a writer and a reader
+// Package logtest provides Buffer, a bytes.Buffer that a writer and a reader
 // may use at once: tests and tools capture logs and process output in it
 // while the code that writes them is still running.
-package logbuf
+package logtest
 
 import (
 	"bytes"

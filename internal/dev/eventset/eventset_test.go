@@ -14,12 +14,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/oncecall/oncecall/internal/callback"
-	"github.com/oncecall/oncecall/internal/eventset"
-	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/dev/eventset"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 
-const dir = "../../events"
+const dir = "../../../events"
 
 func load(t *testing.T) *eventset.Manifest {
 	t.Helper()

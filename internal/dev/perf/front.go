@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/localdb"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 )
 
 // Front sits before the embedded store's handler. It counts every request
