@@ -68,9 +68,10 @@ func opKey(key string) map[string]types.AttributeValue    { return pk(opPrefix +
 func ticketKey(id string) map[string]types.AttributeValue { return pk(ticketPrefix + id) }
 
 func userItem(u identity.User) map[string]types.AttributeValue {
-	item := newItem(userPrefix+u.ExternalID, 6)
+	item := newItem(userPrefix+u.ExternalID, 8)
 	item[attrKind] = strAV("user")
 	item[attrTenant] = strAV(u.Tenant)
+	item[attrLookup], item[attrLookupSort] = strAV(tenantLookup(u.Tenant)), strAV(u.ExternalID)
 	item[attrName] = strAV(u.Name)
 	item[attrActive] = &types.AttributeValueMemberBOOL{Value: u.Active}
 	// Never empty: PutUser and AddUser refuse a user without functions.
@@ -100,7 +101,7 @@ func operationItem(r idempotency.Record) map[string]types.AttributeValue {
 }
 
 func ticketItem(t ticket.Ticket) map[string]types.AttributeValue {
-	item := newItem(ticketPrefix+t.ID, 11)
+	item := newItem(ticketPrefix+t.ID, 13)
 	item[attrKind] = strAV("ticket")
 	item[attrTenant] = strAV(t.Tenant)
 	item[attrUserID] = strAV(t.UserID)
@@ -119,6 +120,10 @@ func ticketItem(t ticket.Ticket) map[string]types.AttributeValue {
 	item[attrCreatedAt] = strAV(t.CreatedAt.UTC().Format(time.RFC3339Nano))
 	item[attrOpKey] = strAV(t.OperationKey)
 	item[attrRequestID] = strAV(t.RequestID)
+	if t.RequestID != "" {
+		// LookupIndex: the operator finds the ticket by tenant + request id.
+		item[attrLookup], item[attrLookupSort] = strAV(requestLookup(t.Tenant, t.RequestID)), strAV(lookupTime(t.CreatedAt))
+	}
 	return item
 }
 
