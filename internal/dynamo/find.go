@@ -1,0 +1,93 @@
+package dynamo
+
+import (
+	"context"
+	"strings"
+
+	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// Found is one operation and its ticket, as an operator looks at them.
+// Either may be missing: an operation item is deleted by TTL after its
+// window while its ticket stays, and an operation that made no ticket
+// (get_ticket, or a pending claim) has none.
+type Found struct {
+	Ticket    *ticket.Ticket
+	Operation *idempotency.Record
+	// The ticket's delivery state (design: "Ticket item delivery
+	// attributes") joins here with the delivery store; it is read from the
+	// same ticket item, with no further request.
+}
+
+// Matches are the tickets found for one tenant and request id.
+type Matches struct {
+	// Found are oldest first.
+	Found []Found
+	// Truncated is true when more than MaxRequestMatches tickets carry the
+	// request id; Found holds the oldest MaxRequestMatches.
+	Truncated bool
+}
+
+// FindTicket reads ticket id and the operation that created it; nil when
+// there is no such ticket.
+func (a *Admin) FindTicket(ctx context.Context, id string) (*Found, error) {
+	t, err := a.store.Ticket(ctx, id)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	f := &Found{Ticket: t}
+	if t.OperationKey != "" {
+		if f.Operation, err = a.store.Operation(ctx, t.OperationKey); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// FindOperation reads the operation under key and its ticket; nil when
+// there is no such operation (never claimed, or deleted after its window:
+// FindRequest still finds its ticket).
+func (a *Admin) FindOperation(ctx context.Context, key string) (*Found, error) {
+	r, err := a.store.Operation(ctx, key)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	f := &Found{Operation: r}
+	if r.TicketID != "" {
+		if f.Ticket, err = a.store.Ticket(ctx, r.TicketID); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// FindRequest finds the tickets created for requestID in tenant, oldest
+// first, with their operations, by a query of LookupIndex (no scan). With
+// function not empty, an operation of another function is left out. The
+// index is eventually consistent: a ticket created a moment ago may not be
+// listed yet.
+func (a *Admin) FindRequest(ctx context.Context, tenant, requestID, function string) (Matches, error) {
+	keys, more, err := a.queryKeys(ctx, requestLookup(tenant, requestID), "", MaxRequestMatches)
+	if err != nil {
+		return Matches{}, err
+	}
+	m := Matches{Truncated: more}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, ticketPrefix) {
+			continue
+		}
+		f, err := a.FindTicket(ctx, strings.TrimPrefix(k, ticketPrefix))
+		if err != nil {
+			return Matches{}, err
+		}
+		if f == nil || f.Ticket.Tenant != tenant || f.Ticket.RequestID != requestID {
+			continue // deleted or rewritten since the index saw it
+		}
+		if function != "" && f.Operation != nil && f.Operation.Function != function {
+			continue
+		}
+		m.Found = append(m.Found, *f)
+	}
+	return m, nil
+}

@@ -1,0 +1,243 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/identity"
+)
+
+// attrUserVersion counts the changes Admin made to a user record.
+const attrUserVersion = "ver"
+
+// UserRecord is a user record as an operator reads and changes it.
+type UserRecord struct {
+	identity.User
+	// Version is raised by one by every Admin.UpdateUser; 0 for a record
+	// no such change has touched (written by AddUser, PutUser or the demo
+	// seed). A change is made only if the record is still at the version
+	// the operator read.
+	Version int64
+}
+
+// ErrUserExists is returned by Admin.AddUser when the id is taken.
+var ErrUserExists = errors.New("dynamo: a user with this id already exists")
+
+// ErrConflict is matched (errors.Is) by a *ConflictError.
+var ErrConflict = errors.New("dynamo: the record changed since it was read")
+
+// ConflictError is returned by Admin.UpdateUser when the record is no
+// longer the one the operator read: another change came first. Nothing was
+// written.
+type ConflictError struct {
+	// Read is the version the change was conditional on.
+	Read int64
+	// Current is the record as it is now, when the store returned it.
+	Current *UserRecord
+}
+
+func (e *ConflictError) Error() string {
+	if e.Current == nil {
+		return fmt.Sprintf("%s (read at version %d)", ErrConflict, e.Read)
+	}
+	return fmt.Sprintf("%s (read at version %d, now at version %d)", ErrConflict, e.Read, e.Current.Version)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// User reads the record of id with a strongly consistent read, or returns
+// identity.ErrUnknown.
+func (a *Admin) User(ctx context.Context, id string) (UserRecord, error) {
+	item, err := a.store.get(ctx, userKey(id))
+	if err != nil {
+		return UserRecord{}, err
+	}
+	if item == nil {
+		return UserRecord{}, identity.ErrUnknown
+	}
+	return decodeUserRecord(item, id)
+}
+
+func decodeUserRecord(item map[string]types.AttributeValue, id string) (UserRecord, error) {
+	u, err := decodeUser(item, id)
+	if err != nil {
+		return UserRecord{}, err
+	}
+	r := UserRecord{User: u}
+	if v, ok := item[attrUserVersion].(*types.AttributeValueMemberN); ok {
+		if r.Version, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
+			return UserRecord{}, fmt.Errorf("dynamo: user %s: %s is not an integer", id, attrUserVersion)
+		}
+	}
+	return r, nil
+}
+
+// AddUser creates the record of u, at version 0, unless one with its id
+// exists (ErrUserExists). A user needs at least one function
+// (ErrNoFunctions).
+func (a *Admin) AddUser(ctx context.Context, u identity.User) (UserRecord, error) {
+	added, err := a.store.AddUser(ctx, u)
+	if err != nil {
+		return UserRecord{}, err
+	}
+	if !added {
+		return UserRecord{}, ErrUserExists
+	}
+	return UserRecord{User: u}, nil
+}
+
+// UserPage is one page of a tenant's users.
+type UserPage struct {
+	// Users are in the order of their ids (as strings of bytes).
+	Users []UserRecord
+	// Next is the id of the last user listed when more follow: pass it as
+	// after for the next page. Empty on the last page.
+	Next string
+}
+
+// Users lists up to limit (1 to MaxListUsers) users of tenant whose ids
+// sort after after ("" from the first), in id order. It queries
+// LookupIndex, never scans, and reads the records themselves with strongly
+// consistent reads; an index entry the table no longer bears out (a user
+// deleted or moved to another tenant a moment ago) is left out.
+func (a *Admin) Users(ctx context.Context, tenant, after string, limit int) (UserPage, error) {
+	if limit < 1 || limit > MaxListUsers {
+		return UserPage{}, fmt.Errorf("dynamo: list limit %d is outside 1 to %d", limit, MaxListUsers)
+	}
+	keys, more, err := a.queryKeys(ctx, tenantLookup(tenant), after, limit)
+	if err != nil {
+		return UserPage{}, err
+	}
+	items, err := a.batchGet(ctx, keys)
+	if err != nil {
+		return UserPage{}, err
+	}
+	page := UserPage{Users: make([]UserRecord, 0, len(keys))}
+	for _, k := range keys {
+		item, ok := items[k]
+		if !ok || !strings.HasPrefix(k, userPrefix) {
+			continue
+		}
+		r, err := decodeUserRecord(item, strings.TrimPrefix(k, userPrefix))
+		if err != nil {
+			return UserPage{}, err
+		}
+		if r.Tenant == tenant {
+			page.Users = append(page.Users, r)
+		}
+	}
+	if more && len(keys) > 0 {
+		page.Next = strings.TrimPrefix(keys[len(keys)-1], userPrefix)
+	}
+	return page, nil
+}
+
+// UpdateUser changes the record read to to, writing only the fields that
+// differ (name, active, functions), on condition that the record is still
+// at read.Version in read.Tenant. It returns the new record, at
+// read.Version+1; read itself when nothing differs, without writing. A
+// record changed meanwhile is a *ConflictError (errors.Is ErrConflict), a
+// deleted one identity.ErrUnknown; in both cases nothing was written. The
+// id and the tenant cannot be changed, and a user keeps at least one
+// function (ErrNoFunctions: disable the user instead).
+func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.User) (UserRecord, error) {
+	if to.ExternalID != read.ExternalID || to.Tenant != read.Tenant {
+		return UserRecord{}, errors.New("dynamo: UpdateUser cannot change a user's id or tenant")
+	}
+	if len(to.Functions) == 0 {
+		return UserRecord{}, ErrNoFunctions
+	}
+	to.Functions = slices.Sorted(slices.Values(to.Functions))
+	to.Functions = slices.Compact(to.Functions)
+	names := map[string]string{"#pk": PartitionKey, "#ver": attrUserVersion, "#tenant": attrTenant, "#lk": attrLookup, "#lks": attrLookupSort}
+	values := map[string]types.AttributeValue{
+		":next":   numAV(read.Version + 1),
+		":tenant": strAV(read.Tenant),
+		":lk":     strAV(tenantLookup(read.Tenant)),
+		":lks":    strAV(read.ExternalID),
+	}
+	// The index keys are derived from the id and the tenant, which this
+	// cannot change; setting them again files a record written before
+	// LookupIndex existed under its tenant.
+	set := []string{"#ver = :next", "#lk = :lk", "#lks = :lks"}
+	if to.Name != read.Name {
+		names["#name"], values[":name"] = attrName, strAV(to.Name)
+		set = append(set, "#name = :name")
+	}
+	if to.Active != read.Active {
+		names["#active"], values[":active"] = attrActive, &types.AttributeValueMemberBOOL{Value: to.Active}
+		set = append(set, "#active = :active")
+	}
+	if !slices.Equal(to.Functions, slices.Sorted(slices.Values(read.Functions))) {
+		// Replaced whole under the version condition, which is exact, and
+		// never emptied (checked above): no DELETE of a set's last element.
+		names["#functions"], values[":functions"] = attrFunctions, &types.AttributeValueMemberSS{Value: to.Functions}
+		set = append(set, "#functions = :functions")
+	}
+	if len(set) == 3 {
+		return read, nil
+	}
+	cond := "attribute_exists(#pk) AND #tenant = :tenant AND "
+	if read.Version == 0 {
+		cond += "attribute_not_exists(#ver)"
+	} else {
+		cond += "#ver = :read"
+		values[":read"] = numAV(read.Version)
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           &a.table,
+		Key:                                 userKey(read.ExternalID),
+		UpdateExpression:                    aws.String("SET " + strings.Join(set, ", ")),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	next := UserRecord{User: to, Version: read.Version + 1}
+	attempts := 0
+	err := a.store.retry(ctx, func() error {
+		attempts++
+		_, err := a.api.UpdateItem(ctx, in)
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		if err != nil {
+			return UserRecord{}, err
+		}
+		return next, nil
+	}
+	item := ccf.Item
+	if len(item) == 0 {
+		// Stores that omit the item (and a deleted record): read it.
+		if item, err = a.store.get(ctx, userKey(read.ExternalID)); err != nil {
+			return UserRecord{}, err
+		}
+		if item == nil {
+			return UserRecord{}, identity.ErrUnknown
+		}
+	}
+	current, err := decodeUserRecord(item, read.ExternalID)
+	if err != nil {
+		return UserRecord{}, err
+	}
+	if attempts > 1 && sameUserRecord(current, next) {
+		// An earlier attempt committed and its answer was lost.
+		return next, nil
+	}
+	return UserRecord{}, &ConflictError{Read: read.Version, Current: &current}
+}
+
+func sameUserRecord(a, b UserRecord) bool {
+	return a.Version == b.Version && a.ExternalID == b.ExternalID && a.Tenant == b.Tenant && a.Name == b.Name &&
+		a.Active == b.Active && slices.Equal(slices.Sorted(slices.Values(a.Functions)), slices.Sorted(slices.Values(b.Functions)))
+}
