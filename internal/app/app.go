@@ -53,7 +53,7 @@ func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*call
 // endpoint is a loopback address (the embedded store ignores them), the
 // default credential chain otherwise.
 func AWSConfig(ctx context.Context, cfg config.Config) (aws.Config, error) {
-	if isLoopback(cfg.Endpoint) {
+	if IsLoopback(cfg.Endpoint) {
 		return dynamo.LocalConfig(cfg.Region), nil
 	}
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(dynamo.BuildableHTTPClient())}
@@ -75,7 +75,9 @@ func AdminClient(awsCfg aws.Config, cfg config.Config) *dynamodb.Client {
 	return dynamodb.NewFromConfig(awsCfg, dynamo.Options(cfg.Endpoint))
 }
 
-func isLoopback(endpoint string) bool {
+// IsLoopback reports whether endpoint is a URL on this machine's loopback
+// (localhost, 127.0.0.0/8, ::1): a local store that ignores credentials.
+func IsLoopback(endpoint string) bool {
 	u, err := url.Parse(endpoint)
 	if err != nil || endpoint == "" {
 		return false
