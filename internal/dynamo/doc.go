@@ -14,4 +14,12 @@
 // does. The operation's expires_at is the table's TTL attribute and the
 // deduplication window; an expired operation the TTL sweeper has not deleted
 // yet is overwritten, so the window is exact.
+//
+// Two global secondary indexes serve operators and the delivery sweep:
+// LookupIndex (lk, lk_sort; keys only) finds a ticket by tenant and request
+// id and lists a tenant's users, and AttentionIndex (attn, attn_at) lists,
+// sparsely, the tickets whose delivery needs attention. EnsureTable creates
+// the table with both, or adds them to a table that lacks them. Admin is
+// the operator's side of the store (oncecall-admin); the deployed functions
+// never use it.
 package dynamo

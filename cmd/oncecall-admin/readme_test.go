@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/nonce"
+)
+
+const (
+	readmePath = "../../README.md"
+	// adminPrefix starts every admin example in the README.
+	adminPrefix = "go run ./cmd/oncecall-admin "
+	// localSection is the README section whose examples run as written
+	// beside make run.
+	localSection = "### Another store, and adding users"
+)
+
+// readmeVars stand for values the README's reader gets from elsewhere
+// (another command's output).
+var readmeVars = map[string]string{
+	"TICKET_ID":  "5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f",
+	"OP_KEY":     strings.Repeat("3f", 32),
+	"KEY":        "an-example-hook-key",
+	"REQUEST_ID": "request-example",
+}
+
+// shellLine is one shell command of a README code block.
+type shellLine struct {
+	section string
+	text    string
+}
+
+// readmeShell returns every command of the README's sh code blocks, with
+// continuation lines joined, each with the section it is in.
+func readmeShell(t *testing.T) []shellLine {
+	t.Helper()
+	f, err := os.Open(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []shellLine
+	section, inBlock, pending := "", false, ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inBlock = !inBlock && strings.TrimPrefix(line, "```") == "sh"
+			continue
+		case !inBlock && strings.HasPrefix(line, "#"):
+			section = line
+			continue
+		case !inBlock:
+			continue
+		}
+		if strings.HasSuffix(line, "\\") {
+			pending += strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		out = append(out, shellLine{section, strings.TrimSpace(pending + line)})
+		pending = ""
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// shellWords splits a command as a POSIX shell would for the simple forms
+// the README uses: quotes, backslash escapes, $VAR and ${VAR} from vars,
+// a comment, and an end at a pipe, a list or a redirection.
+func shellWords(line string, vars map[string]string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	flush := func() {
+		if inWord {
+			words = append(words, cur.String())
+		}
+		cur.Reset()
+		inWord = false
+	}
+	expand := func(s string, i int) (int, error) {
+		j := i + 1
+		var name string
+		if j < len(s) && s[j] == '{' {
+			end := strings.IndexByte(s[j:], '}')
+			if end < 0 {
+				return 0, errors.New("unclosed ${")
+			}
+			name, j = s[j+1:j+end], j+end+1
+		} else {
+			for j < len(s) && (s[j] == '_' || s[j] >= 'A' && s[j] <= 'Z' || s[j] >= 'a' && s[j] <= 'z' || s[j] >= '0' && s[j] <= '9') {
+				j++
+			}
+			name = s[i+1 : j]
+		}
+		if name == "" {
+			return 0, errors.New("$ without a name (command substitution is not supported)")
+		}
+		cur.WriteString(vars[name])
+		inWord = true
+		return j, nil
+	}
+	for i := 0; i < len(line); {
+		c := line[i]
+		switch {
+		case c == ' ' || c == '\t':
+			flush()
+			i++
+		case c == '#' && !inWord:
+			flush()
+			return words, nil
+		case c == '|' || c == ';' || c == '&' || c == '>' || c == '<':
+			flush()
+			return words, nil
+		case c == '\'':
+			end := strings.IndexByte(line[i+1:], '\'')
+			if end < 0 {
+				return nil, errors.New("unclosed '")
+			}
+			cur.WriteString(line[i+1 : i+1+end])
+			inWord, i = true, i+end+2
+		case c == '"':
+			inWord = true
+			i++
+			for i < len(line) && line[i] != '"' {
+				switch {
+				case line[i] == '\\' && i+1 < len(line):
+					cur.WriteByte(line[i+1])
+					i += 2
+				case line[i] == '$':
+					j, err := expand(line, i)
+					if err != nil {
+						return nil, err
+					}
+					i = j
+				default:
+					cur.WriteByte(line[i])
+					i++
+				}
+			}
+			if i >= len(line) {
+				return nil, errors.New(`unclosed "`)
+			}
+			i++
+		case c == '\\' && i+1 < len(line):
+			cur.WriteByte(line[i+1])
+			inWord, i = true, i+2
+		case c == '$':
+			j, err := expand(line, i)
+			if err != nil {
+				return nil, err
+			}
+			i = j
+		default:
+			cur.WriteByte(c)
+			inWord = true
+			i++
+		}
+	}
+	flush()
+	return words, nil
+}
+
+// applyShell applies the export and unset lines a reader types to vars.
+func applyShell(words []string, vars map[string]string) {
+	switch {
+	case len(words) > 1 && words[0] == "export":
+		for _, w := range words[1:] {
+			if k, v, ok := strings.Cut(w, "="); ok {
+				vars[k] = v
+			}
+		}
+	case len(words) > 1 && words[0] == "unset":
+		for _, w := range words[1:] {
+			delete(vars, w)
+		}
+	}
+}
+
+// TestREADMEAdminExamplesParse: every `go run ./cmd/oncecall-admin` line
+// of the README is a valid command of the tool, in the environment the
+// README's own export and unset lines make.
+func TestREADMEAdminExamplesParse(t *testing.T) {
+	vars := map[string]string{}
+	for k, v := range readmeVars {
+		vars[k] = v
+	}
+	n := 0
+	for _, l := range readmeShell(t) {
+		words, err := shellWords(l.text, vars)
+		if !strings.HasPrefix(l.text, adminPrefix) {
+			if err == nil { // other commands only matter for what they export
+				applyShell(words, vars)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %q: %v", l.section, l.text, err)
+			continue
+		}
+		n++
+		r := &rig{t: t, vars: vars, local: closedEndpoint}
+		if err := parseOnly(r, words[3:]); err != nil {
+			t.Errorf("%s: %q does not parse: %v", l.section, l.text, err)
+		}
+	}
+	if n < 10 {
+		t.Errorf("only %d admin examples found in the README", n)
+	}
+}
+
+// TestREADMELocalExamplesRun runs the admin examples of the README's
+// section on the local store, in order, against a store set up as make run
+// sets it up and holding the quick start's ticket, with nothing else set:
+// each must work as written.
+func TestREADMELocalExamplesRun(t *testing.T) {
+	env := dynamotest.New(t)
+	ctx := context.Background()
+	store := dynamo.New(env.Client, env.Table)
+	if _, err := localdb.SeedDemo(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	ticketID := quickStartTicket(t, env, store)
+
+	vars := map[string]string{"TICKET_ID": ticketID, "TABLE_NAME": env.Table}
+	r := &rig{t: t, env: env, vars: vars, local: env.Endpoint}
+	n := 0
+	for _, l := range readmeShell(t) {
+		if l.section != localSection {
+			continue
+		}
+		words, err := shellWords(l.text, vars)
+		if err != nil {
+			t.Fatalf("%q: %v", l.text, err)
+		}
+		applyShell(words, vars)
+		if !strings.HasPrefix(l.text, adminPrefix) {
+			continue
+		}
+		n++
+		res := r.run(words[3:]...)
+		if res.code != exitOK {
+			t.Errorf("%q: exit %d\n%s%s", l.text, res.code, res.stdout, res.stderr)
+		}
+	}
+	if n < 5 {
+		t.Errorf("only %d admin examples in %q", n, localSection)
+	}
+}
+
+// quickStartTicket sends the README's quick-start call through the real
+// callback handler over store and returns the ticket it created.
+func quickStartTicket(t *testing.T, env *dynamotest.Env, store *dynamo.Store) string {
+	t.Helper()
+	cfg := config.Defaults
+	cfg.Table, cfg.Endpoint, cfg.HookKey = env.Table, env.Endpoint, localdb.DemoHookKey
+	h, err := app.Handler(cfg, store, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(h, ""))
+	t.Cleanup(srv.Close)
+	n, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in"}},
+		"context":{"externalUserId":"user-a","metadata":{"request_id":"request-example"}}}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+httpapi.CallbackPath, strings.NewReader(body))
+	req.Header.Set(httpapi.NonceHeader, n)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Status   string `json:"status"`
+		TicketID string `json:"ticket_id"`
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&answer); err != nil || answer.Status != "created" {
+		t.Fatalf("quick-start call: %s %v", b, err)
+	}
+	srv.Client().CloseIdleConnections()
+	return answer.TicketID
+}
