@@ -120,11 +120,11 @@ func storeCommand(name string, args []string, out io.Writer) error {
 	store := app.Store(awsCfg, cfg)
 	switch name {
 	case "table create":
-		created, ttlErr, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), cfg.Table)
+		res, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), cfg.Table)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "table %s: created=%v ttl_enabled=%v\n", cfg.Table, created, created && ttlErr == nil)
+		fmt.Fprintf(out, "table %s: created=%v indexes_added=%v ttl=%s\n", cfg.Table, res.Created, res.IndexesAdded, res.TTL)
 		return nil
 	case "user put":
 		if *id == "" || *tenant == "" {

@@ -114,7 +114,7 @@ func run(ctx context.Context, bootstrap, emulator, dbAddr string, names []string
 	if err != nil {
 		return false, err
 	}
-	if _, _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), tableName); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), tableName); err != nil {
 		return false, err
 	}
 	if _, err := localdb.SeedDemo(ctx, app.Store(awsCfg, cfg)); err != nil {

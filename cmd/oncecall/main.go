@@ -78,14 +78,17 @@ func run(addr, dbAddr string) error {
 	setup, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	admin := app.AdminClient(awsCfg, cfg)
-	created, ttlErr, err := dynamo.EnsureTable(setup, admin, cfg.Table)
+	table, err := dynamo.EnsureTable(setup, admin, cfg.Table)
 	if err != nil {
 		return err
 	}
-	if created {
+	if table.Created {
 		logger.Info("created table", "table", cfg.Table)
 	}
-	if ttlErr != nil {
+	if len(table.IndexesAdded) > 0 {
+		logger.Info("added indexes", "table", cfg.Table, "indexes", table.IndexesAdded)
+	}
+	if table.TTL == dynamo.TTLNotEnabled {
 		logger.Warn("time to live not enabled on this store; oncecall enforces expiry itself", "table", cfg.Table)
 	}
 	n, err := localdb.SeedDemo(setup, store)

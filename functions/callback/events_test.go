@@ -140,7 +140,7 @@ func freshStore(t *testing.T, table string) *localdb.Server {
 	client := dynamotest.NewClient(t, db.URL, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, _, err := dynamo.EnsureTable(ctx, client, table); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, client, table); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := localdb.SeedDemo(ctx, dynamo.New(client, table)); err != nil {

@@ -563,8 +563,33 @@ func TestTemplateTable(t *testing.T) {
 	if tb.DeletionProtectionEnabled == nil || !*tb.DeletionProtectionEnabled {
 		t.Error("deletion protection is off by default")
 	}
-	if tb.GlobalSecondaryIndexes != nil || tb.LocalSecondaryIndexes != nil || tb.StreamSpecification != nil {
-		t.Error("the table has indexes or a stream the code does not use")
+	var gsis, codeGSIs []string
+	for _, g := range tb.GlobalSecondaryIndexes {
+		var ks []string
+		for _, k := range g.KeySchema {
+			ks = append(ks, k.AttributeName+":"+k.KeyType)
+		}
+		gsis = append(gsis, fmt.Sprintf("%s %v %s %v", g.IndexName, ks, *g.Projection.ProjectionType, g.Projection.NonKeyAttributes))
+	}
+	for _, g := range code.GlobalSecondaryIndexes {
+		var ks []string
+		for _, k := range g.KeySchema {
+			ks = append(ks, *k.AttributeName+":"+string(k.KeyType))
+		}
+		codeGSIs = append(codeGSIs, fmt.Sprintf("%s %v %s %v", *g.IndexName, ks, g.Projection.ProjectionType, g.Projection.NonKeyAttributes))
+	}
+	slices.Sort(gsis)
+	slices.Sort(codeGSIs)
+	if len(codeGSIs) == 0 || !slices.Equal(gsis, codeGSIs) {
+		t.Errorf("global secondary indexes\n%v\nwant the code's (dynamo.CreateTableInput)\n%v", gsis, codeGSIs)
+	}
+	for _, g := range tb.GlobalSecondaryIndexes {
+		if g.ProvisionedThroughput != nil {
+			t.Errorf("index %s has provisioned throughput on an on-demand table", g.IndexName)
+		}
+	}
+	if tb.LocalSecondaryIndexes != nil || tb.StreamSpecification != nil {
+		t.Error("the table has local indexes or a stream the code does not use")
 	}
 	tb, _ = deploy(t, map[string]string{"DeletionProtection": "false"}).Typed.GetDynamoDBTableWithName("Table")
 	if tb.DeletionProtectionEnabled == nil || *tb.DeletionProtectionEnabled {

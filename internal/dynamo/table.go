@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,64 +12,275 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Admin is the part of the DynamoDB client that table set-up uses.
-type Admin interface {
+// TableAPI is the part of the DynamoDB client that table set-up uses.
+// *dynamodb.Client implements it.
+type TableAPI interface {
 	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	UpdateTable(context.Context, *dynamodb.UpdateTableInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 	UpdateTimeToLive(context.Context, *dynamodb.UpdateTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
-// TableReadyTimeout bounds the wait for a new table to become ACTIVE.
-const TableReadyTimeout = 2 * time.Minute
+// Waits of table set-up.
+const (
+	// TableReadyTimeout bounds the wait for a new table to become ACTIVE.
+	TableReadyTimeout = 2 * time.Minute
+	// IndexReadyTimeout bounds the wait for an index added to an existing
+	// table to become ACTIVE. DynamoDB backfills the index from every item
+	// first, which on a large table can take longer: EnsureTable then
+	// returns an error saying so, and the index keeps building.
+	IndexReadyTimeout = 30 * time.Minute
+	// setupPoll is the interval between DescribeTable calls while waiting.
+	setupPoll = time.Second
+)
+
+// The table's global secondary indexes (see CreateTableInput).
+const (
+	// LookupIndex finds a ticket by tenant and request id, and a tenant's
+	// users, without a scan. Projection KEYS_ONLY: a query answers keys, the
+	// items are read by key.
+	LookupIndex = "lookup"
+	// AttentionIndex lists the tickets whose delivery needs the sweep or a
+	// person. It is sparse: only such tickets carry its key.
+	AttentionIndex = "attention"
+
+	attrLookup      = "lk"
+	attrLookupSort  = "lk_sort"
+	attrAttention   = "attn"
+	attrAttentionAt = "attn_at"
+)
+
+// attentionProjection is what AttentionIndex carries besides the keys: the
+// tenant and the delivery attributes the sweep filters and shows
+// (design: "Ticket item delivery attributes").
+var attentionProjection = []string{attrTenant, "next_at", "delivery"}
 
 // CreateTableInput is the table oncecall needs: one string partition key,
-// on-demand capacity. template.yaml declares the same schema (a test checks).
+// on-demand capacity, and the global secondary indexes LookupIndex and
+// AttentionIndex. template.yaml declares the same schema (a test checks).
 func CreateTableInput(table string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
-		TableName:            aws.String(table),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(PartitionKey), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(PartitionKey), KeyType: types.KeyTypeHash}},
+		TableName:   aws.String(table),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(PartitionKey), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrLookup), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrLookupSort), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrAttention), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrAttentionAt), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema:              []types.KeySchemaElement{{AttributeName: aws.String(PartitionKey), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: indexes(),
 	}
 }
 
-// EnsureTable creates table if it does not exist, waits until it is active,
-// and turns on TTL on TTLAttribute. It reports whether it created the table.
-// A store that does not implement TTL (minidyn) is not an error: oncecall
-// enforces expiry itself, and TTL only reclaims space.
-func EnsureTable(ctx context.Context, api Admin, table string) (created bool, ttlErr error, err error) {
-	_, err = api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+func indexes() []types.GlobalSecondaryIndex {
+	return []types.GlobalSecondaryIndex{
+		{
+			IndexName: aws.String(LookupIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrLookup), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrLookupSort), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		},
+		{
+			IndexName: aws.String(AttentionIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrAttention), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrAttentionAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: slices.Clone(attentionProjection)},
+		},
+	}
+}
+
+// TTLState says what EnsureTable did about time to live.
+type TTLState string
+
+// TTL states.
+const (
+	// TTLEnabled: the table was created and TTL turned on for TTLAttribute.
+	TTLEnabled TTLState = "enabled"
+	// TTLNotEnabled: the table was created but the store refused to turn
+	// TTL on (minidyn does not implement it; on AWS, a missing permission).
+	// Nothing depends on it: oncecall enforces expiry itself, TTL only
+	// reclaims space.
+	TTLNotEnabled TTLState = "not_enabled"
+	// TTLUntouched: the table existed; EnsureTable leaves its TTL alone.
+	TTLUntouched TTLState = "untouched"
+)
+
+// TableSetup is what EnsureTable did.
+type TableSetup struct {
+	// Created is true when the table did not exist and EnsureTable created
+	// it, with its indexes.
+	Created bool
+	// IndexesAdded names the indexes EnsureTable added to a table that
+	// existed without them, in the order added.
+	IndexesAdded []string
+	// TTL says whether time to live was turned on.
+	TTL TTLState
+	// TTLError is the store's answer when TTL is TTLNotEnabled.
+	TTLError error
+}
+
+// EnsureTable creates table if it does not exist, with its indexes, waits
+// until it is active and turns on TTL on TTLAttribute. On a table that
+// exists it adds the indexes it lacks (one UpdateTable each, as DynamoDB
+// requires) and waits until each is active. An index that exists with
+// another key schema or projection is an error: it is not replaced.
+func EnsureTable(ctx context.Context, api TableAPI, table string) (TableSetup, error) {
+	desc, err := describe(ctx, api, table)
+	if err != nil {
+		return TableSetup{}, err
+	}
+	if desc == nil {
+		return create(ctx, api, table)
+	}
+	return addIndexes(ctx, api, table, desc)
+}
+
+// describe returns the table's description, nil when it does not exist.
+func describe(ctx context.Context, api TableAPI, table string) (*types.TableDescription, error) {
+	out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	switch {
-	case err == nil:
-		return false, nil, nil
-	case !errors.As(err, &nf):
-		return false, nil, fmt.Errorf("describe table %s: %w", table, err)
+	case errors.As(err, &nf):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("describe table %s: %w", table, sanitize(err))
+	case out.Table == nil:
+		return nil, fmt.Errorf("describe table %s: no description", table)
 	}
+	return out.Table, nil
+}
+
+func create(ctx context.Context, api TableAPI, table string) (TableSetup, error) {
+	res := TableSetup{Created: true, TTL: TTLNotEnabled}
 	if _, err := api.CreateTable(ctx, CreateTableInput(table)); err != nil {
 		var inUse *types.ResourceInUseException
 		if !errors.As(err, &inUse) {
-			return false, nil, fmt.Errorf("create table %s: %w", table, err)
+			return TableSetup{}, fmt.Errorf("create table %s: %w", table, sanitize(err))
 		}
+		// Created meanwhile by someone else: wait for it like our own.
 	}
-	deadline := time.Now().Add(TableReadyTimeout)
-	for {
-		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-		if err == nil && out.Table != nil && (out.Table.TableStatus == types.TableStatusActive || out.Table.TableStatus == "") {
-			break
-		}
-		if time.Now().After(deadline) {
-			return true, nil, fmt.Errorf("table %s not active after %s", table, TableReadyTimeout)
-		}
-		if err := sleep(ctx, time.Second); err != nil {
-			return true, nil, err
-		}
+	if _, err := waitActive(ctx, api, table, "", TableReadyTimeout); err != nil {
+		return res, err
 	}
-	_, ttlErr = api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+	_, res.TTLError = api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(table),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
 			AttributeName: aws.String(TTLAttribute), Enabled: aws.Bool(true),
 		},
 	})
-	return true, ttlErr, nil
+	if res.TTLError == nil {
+		res.TTL = TTLEnabled
+	}
+	return res, nil
+}
+
+func addIndexes(ctx context.Context, api TableAPI, table string, desc *types.TableDescription) (TableSetup, error) {
+	res := TableSetup{TTL: TTLUntouched}
+	defs := CreateTableInput(table).AttributeDefinitions
+	for _, want := range indexes() {
+		name := aws.ToString(want.IndexName)
+		have := findIndex(desc, name)
+		if have != nil {
+			if err := sameIndex(want, *have); err != nil {
+				return res, fmt.Errorf("table %s: index %s exists %w; it is not replaced: delete it or use another table", table, name, err)
+			}
+			if have.IndexStatus == types.IndexStatusActive || have.IndexStatus == "" {
+				continue
+			}
+			// Being built (by an earlier run): wait for it below.
+		} else {
+			_, err := api.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+				TableName:            aws.String(table),
+				AttributeDefinitions: defs,
+				GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+					IndexName: want.IndexName, KeySchema: want.KeySchema, Projection: want.Projection,
+				}}},
+			})
+			var inUse *types.ResourceInUseException
+			if err != nil && !errors.As(err, &inUse) {
+				return res, fmt.Errorf("table %s: add index %s: %w", table, name, sanitize(err))
+			}
+			if err == nil {
+				res.IndexesAdded = append(res.IndexesAdded, name)
+			}
+		}
+		d, err := waitActive(ctx, api, table, name, IndexReadyTimeout)
+		if err != nil {
+			return res, err
+		}
+		desc = d
+	}
+	return res, nil
+}
+
+// waitActive waits until table, and index when not empty, are ACTIVE and
+// returns the last description. A store that reports no status (minidyn
+// leaves TableStatus empty) counts as active.
+func waitActive(ctx context.Context, api TableAPI, table, index string, timeout time.Duration) (*types.TableDescription, error) {
+	deadline := time.Now().Add(timeout)
+	what := "table " + table
+	if index != "" {
+		what = "index " + index + " of table " + table
+	}
+	for {
+		d, err := describe(ctx, api, table)
+		if err == nil && d != nil && active(d, index) {
+			return d, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s not active after %s; DynamoDB keeps building it: run again later to confirm", what, timeout)
+		}
+		if err := sleep(ctx, setupPoll); err != nil {
+			return nil, fmt.Errorf("waiting for %s: %w", what, err)
+		}
+	}
+}
+
+func active(d *types.TableDescription, index string) bool {
+	if d.TableStatus != types.TableStatusActive && d.TableStatus != "" {
+		return false
+	}
+	if index == "" {
+		return true
+	}
+	gsi := findIndex(d, index)
+	return gsi != nil && (gsi.IndexStatus == types.IndexStatusActive || gsi.IndexStatus == "")
+}
+
+func findIndex(d *types.TableDescription, name string) *types.GlobalSecondaryIndexDescription {
+	for i := range d.GlobalSecondaryIndexes {
+		if aws.ToString(d.GlobalSecondaryIndexes[i].IndexName) == name {
+			return &d.GlobalSecondaryIndexes[i]
+		}
+	}
+	return nil
+}
+
+// sameIndex reports how have differs from want in key schema or projection.
+func sameIndex(want types.GlobalSecondaryIndex, have types.GlobalSecondaryIndexDescription) error {
+	keys := func(ks []types.KeySchemaElement) []string {
+		out := make([]string, len(ks))
+		for i, k := range ks {
+			out[i] = aws.ToString(k.AttributeName) + ":" + string(k.KeyType)
+		}
+		return out
+	}
+	if w, h := keys(want.KeySchema), keys(have.KeySchema); !slices.Equal(w, h) {
+		return fmt.Errorf("with key schema %v, not %v", h, w)
+	}
+	if have.Projection == nil {
+		return nil // the store does not describe projections
+	}
+	wp, hp := want.Projection, have.Projection
+	wa, ha := slices.Sorted(slices.Values(wp.NonKeyAttributes)), slices.Sorted(slices.Values(hp.NonKeyAttributes))
+	if wp.ProjectionType != hp.ProjectionType || !slices.Equal(wa, ha) {
+		return fmt.Errorf("with projection %s %v, not %s %v", hp.ProjectionType, ha, wp.ProjectionType, wa)
+	}
+	return nil
 }

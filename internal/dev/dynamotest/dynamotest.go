@@ -92,7 +92,7 @@ func New(t testing.TB) *Env {
 	e.Client = NewClient(t, ep, e.Requests)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, _, err := dynamo.EnsureTable(ctx, e.Client, e.Table); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, e.Client, e.Table); err != nil {
 		t.Fatalf("create table %s at %s: %v", e.Table, ep, err)
 	}
 	t.Cleanup(func() {

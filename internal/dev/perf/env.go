@@ -109,7 +109,7 @@ func StartService(ctx context.Context, storeURL, table string) (*Service, error)
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), table); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), table); err != nil {
 		return nil, err
 	}
 	store := app.Store(awsCfg, cfg)

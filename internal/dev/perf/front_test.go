@@ -27,7 +27,7 @@ func TestFrontCountsAndReturnsOldItems(t *testing.T) {
 	client := st.Client()
 	defer client.Options().HTTPClient.(interface{ CloseIdleConnections() }).CloseIdleConnections()
 	ctx := context.Background()
-	if _, _, err := dynamo.EnsureTable(ctx, client, "front-test"); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, client, "front-test"); err != nil {
 		t.Fatal(err)
 	}
 	store := dynamo.New(client, "front-test")

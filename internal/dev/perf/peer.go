@@ -121,7 +121,7 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 	}
 	defer func() { _ = st.Close() }()
 	admin := st.Client()
-	if _, _, err := dynamo.EnsureTable(ctx, admin, PeerTable); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, admin, PeerTable); err != nil {
 		return r, err
 	}
 	if _, err := localdb.SeedDemo(ctx, dynamo.New(admin, PeerTable)); err != nil {

@@ -1,0 +1,116 @@
+package dynamo_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dynamo"
+)
+
+// indexNames returns the names of table's global secondary indexes, sorted.
+func indexNames(t *testing.T, client *dynamodb.Client, table string) []string {
+	t.Helper()
+	out, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		names = append(names, aws.ToString(g.IndexName))
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestEnsureTableCreatesIndexes(t *testing.T) {
+	ep, _ := dynamotest.Endpoint(t)
+	client := dynamotest.NewClient(t, ep, nil)
+	table := "ensure-create-" + time.Now().Format("150405.000000000")
+	ctx := context.Background()
+	t.Cleanup(func() { _, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+
+	res, err := dynamo.EnsureTable(ctx, client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Created || len(res.IndexesAdded) != 0 {
+		t.Errorf("first EnsureTable = %+v, want created with its indexes", res)
+	}
+	// minidyn does not implement TTL; DynamoDB does.
+	if res.TTL != dynamo.TTLEnabled && (res.TTL != dynamo.TTLNotEnabled || res.TTLError == nil) {
+		t.Errorf("TTL = %s (%v)", res.TTL, res.TTLError)
+	}
+	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.AttentionIndex, dynamo.LookupIndex}) {
+		t.Errorf("indexes %v", got)
+	}
+	again, err := dynamo.EnsureTable(ctx, client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Created || len(again.IndexesAdded) != 0 || again.TTL != dynamo.TTLUntouched {
+		t.Errorf("second EnsureTable = %+v, want nothing done", again)
+	}
+}
+
+// TestEnsureTableAddsMissingIndexes upgrades a table created before the
+// indexes existed, as a deployed table of an earlier version is.
+func TestEnsureTableAddsMissingIndexes(t *testing.T) {
+	ep, _ := dynamotest.Endpoint(t)
+	client := dynamotest.NewClient(t, ep, nil)
+	table := "ensure-upgrade-" + time.Now().Format("150405.000000000")
+	ctx := context.Background()
+	t.Cleanup(func() { _, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+
+	old := dynamo.CreateTableInput(table)
+	old.GlobalSecondaryIndexes = nil
+	old.AttributeDefinitions = old.AttributeDefinitions[:1]
+	if _, err := client.CreateTable(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	res, err := dynamo.EnsureTable(ctx, client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created || !slices.Equal(res.IndexesAdded, []string{dynamo.LookupIndex, dynamo.AttentionIndex}) || res.TTL != dynamo.TTLUntouched {
+		t.Errorf("EnsureTable on the old table = %+v, want both indexes added", res)
+	}
+	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.AttentionIndex, dynamo.LookupIndex}) {
+		t.Errorf("indexes %v", got)
+	}
+	again, err := dynamo.EnsureTable(ctx, client, table)
+	if err != nil || len(again.IndexesAdded) != 0 {
+		t.Errorf("second EnsureTable = %+v, %v", again, err)
+	}
+}
+
+// TestEnsureTableRefusesAnotherIndexShape: an index of the same name with
+// other keys is reported, never replaced.
+func TestEnsureTableRefusesAnotherIndexShape(t *testing.T) {
+	ep, _ := dynamotest.Endpoint(t)
+	client := dynamotest.NewClient(t, ep, nil)
+	table := "ensure-other-" + time.Now().Format("150405.000000000")
+	ctx := context.Background()
+	t.Cleanup(func() { _, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+
+	in := dynamo.CreateTableInput(table)
+	in.GlobalSecondaryIndexes = []types.GlobalSecondaryIndex{{
+		IndexName:  aws.String(dynamo.LookupIndex),
+		KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("lk"), KeyType: types.KeyTypeHash}},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+	}}
+	if _, err := client.CreateTable(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	_, err := dynamo.EnsureTable(ctx, client, table)
+	if err == nil || !strings.Contains(err.Error(), "index lookup exists with key schema") {
+		t.Fatalf("an index of another shape: %v", err)
+	}
+}
