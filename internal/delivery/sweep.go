@@ -35,7 +35,8 @@ func (w *Worker) Handle(ctx context.Context, id string) (Report, error) {
 			return rep, err
 		}
 		wake := rep.HeldUntil.Add(heldSlack)
-		if dl, ok := ctx.Deadline(); ok && !wake.Add(w.Policy.LeaseFor()).Before(dl) {
+		wait := wake.Sub(w.now())
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+w.Policy.LeaseFor() {
 			// No time to wait for it and then attempt: leave it to the
 			// sweep, due when the lease ends.
 			err := w.Store.Defer(ctx, id, rep.HeldBy, wake)
@@ -44,7 +45,7 @@ func (w *Worker) Handle(ctx context.Context, id string) (Report, error) {
 			}
 			return rep, err
 		}
-		if err := sleep(ctx, wake.Sub(w.now())); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return rep, err
 		}
 	}
@@ -135,7 +136,7 @@ func (w *Worker) timeFor(ctx context.Context) bool {
 		return false
 	}
 	dl, ok := ctx.Deadline()
-	return !ok || w.now().Add(w.Policy.LeaseFor()).Before(dl)
+	return !ok || time.Until(dl) > w.Policy.LeaseFor()
 }
 
 func (w *Worker) backlog(ctx context.Context) (Backlog, error) {

@@ -166,19 +166,33 @@ func newOwner() string {
 // leased now. The returned error is a store failure; every outcome of the
 // destination is in the Report.
 func (w *Worker) Deliver(ctx context.Context, id string) (Report, error) {
+	rep, _, err := w.deliver(ctx, id, 0)
+	return rep, err
+}
+
+// deliver is Deliver with the destination's requests bounded by budget
+// (when positive) besides the lease; it also returns the delivery as the
+// attempt recorded it.
+func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (Report, Record, error) {
 	start := w.now()
 	owner := newOwner()
 	until := start.Add(w.Policy.LeaseFor())
 	t, old, err := w.Store.Lease(ctx, id, owner, start, until)
 	var nl *NotLeasable
 	if errors.As(err, &nl) {
-		return w.notLeased(nl, start), nil
+		return w.notLeased(nl, start), nl.Record, nil
 	}
 	if err != nil {
-		return Report{}, err
+		return Report{}, Record{}, err
 	}
 	rec := takeLease(old, owner, start, until)
-	actx, cancel := context.WithDeadline(ctx, until.Add(-LeaseMargin))
+	// The requests must be over before the lease ends. Durations, not
+	// instants: the Worker's clock need not be the context's.
+	left := until.Add(-LeaseMargin).Sub(start)
+	if budget > 0 && budget < left {
+		left = budget
+	}
+	actx, cancel := context.WithTimeout(ctx, left)
 	next, rep := w.attempt(actx, t, rec)
 	cancel()
 	rep.Attempt = next.Attempts
@@ -192,7 +206,7 @@ func (w *Worker) Deliver(ctx context.Context, id string) (Report, error) {
 		// The lease expires; the next attempt treats this one as one that
 		// may have created the ticket, which is what it is.
 		w.log(ctx, id, rep, took, err)
-		return rep, err
+		return rep, next, err
 	}
 	var latency time.Duration
 	if rep.Outcome == OutcomeDelivered {
@@ -202,7 +216,7 @@ func (w *Worker) Deliver(ctx context.Context, id string) (Report, error) {
 		w.Metrics.Attempt(rep.Outcome, rep.Status, took, latency, rep.Code == CodeUnauthorized)
 	}
 	w.log(ctx, id, rep, took, nil)
-	return rep, nil
+	return rep, next, nil
 }
 
 // CodeUnauthorized is the Result.Code adapters give a 401 or 403.
