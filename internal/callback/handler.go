@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/canonjson"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -27,10 +28,16 @@ type Store interface {
 	// taken, or an error matching identity.ErrRevoked (an *identity.Revoked
 	// when the store knows the user's record as it is now),
 	// idempotency.ErrBusy or another error when it wrote nothing.
-	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error)
+	//
+	// out, when not nil, is the ticket's delivery (the outbox record),
+	// written on the ticket item itself.
+	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error)
 	// ReadTicket reads the user record and a ticket at one instant. The
-	// ticket is nil when absent; an absent user is identity.ErrUnknown.
-	ReadTicket(ctx context.Context, externalID, ticketID string) (identity.User, *ticket.Ticket, error)
+	// ticket is nil when absent, its delivery nil when it has none; an
+	// absent user is identity.ErrUnknown.
+	ReadTicket(ctx context.Context, externalID, ticketID string) (identity.User, *ticket.Ticket, *delivery.Record, error)
+	// Delivery reads the delivery of a ticket, nil when it has none.
+	Delivery(ctx context.Context, ticketID string) (*delivery.Record, error)
 }
 
 // Authenticator checks the X-Request-Nonce header of a call. *nonce.Verifier
@@ -82,8 +89,11 @@ type Handler struct {
 	Retention time.Duration
 	Logger    *slog.Logger
 	Metrics   Recorder
-	Now       func() time.Time
-	NewID     func() string
+	// Outbox, when set, queues every new ticket for delivery to a
+	// destination and reports its delivery in answers.
+	Outbox Outbox
+	Now    func() time.Time
+	NewID  func() string
 }
 
 // NewHandler returns a Handler for oncecall's ticket functions with the
@@ -296,13 +306,14 @@ func requestID(req *protocol.Request) (string, string, string) {
 	return rid, "", ""
 }
 
-// answerBody is a stored result read back from the store with
-// "deduplicated" appended, after checking that it is a JSON object.
-func answerBody(stored []byte, deduplicated bool) ([]byte, error) {
+// answerBody is a stored result read back from the store with the
+// delivery d (when not nil) and "deduplicated" appended, after checking
+// that it is a JSON object.
+func answerBody(stored []byte, d *delivery.Record, now time.Time, deduplicated bool) ([]byte, error) {
 	if _, err := canonjson.Parse(stored, canonjson.Limits{}); err != nil || len(stored) < 2 || stored[0] != '{' || stored[len(stored)-1] != '}' {
 		return nil, errors.New("stored result is not a JSON object")
 	}
-	return withFlag(stored, deduplicated), nil
+	return withFlag(withDelivery(stored, d, now), deduplicated), nil
 }
 
 // createdResult is the stored result of a new ticket, built in canonical
@@ -357,7 +368,8 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 		Result: stored, CreatedAt: now, ExpiresAt: now.Add(h.Retention),
 	}
 
-	existing, err := h.Store.Create(ctx, rec, t)
+	out := h.queued(key.ID, t.ID, now)
+	existing, err := h.Store.Create(ctx, rec, t, out)
 	var rv *identity.Revoked
 	switch {
 	case errors.As(err, &rv):
@@ -375,7 +387,12 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 		return h.fail(e, err)
 	case existing == nil:
 		e.outcome = OutcomeCreated
-		return protocol.Answer{Status: http.StatusOK, Body: withFlag(stored, false)}
+		if out != nil {
+			if d := h.Outbox.Committed(ctx, t.ID); d != nil {
+				out = d
+			}
+		}
+		return protocol.Answer{Status: http.StatusOK, Body: withFlag(withDelivery(stored, out, h.Now()), false)}
 	}
 
 	switch idempotency.Replay(existing, user.ExternalID, key.Fingerprint) {
@@ -389,7 +406,15 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 			"This request_id already created ticket %s with different arguments. Do not call %s again with changed arguments: the ticket exists. A different ticket needs a new request from the user.",
 			existing.TicketID, fn.Name))
 	}
-	body, err := answerBody(existing.Result, true)
+	var d *delivery.Record
+	if h.Outbox != nil {
+		// The answer carries the delivery as it is now: one more read,
+		// only when a destination is configured.
+		if d, err = h.Store.Delivery(ctx, existing.TicketID); err != nil {
+			return h.fail(e, err)
+		}
+	}
+	body, err := answerBody(existing.Result, d, h.Now(), true)
 	if err != nil {
 		return h.fail(e, fmt.Errorf("operation %s: %w", existing.Key, err))
 	}
@@ -424,13 +449,20 @@ func (h *Handler) denyRevoked(e *entry, fresh *identity.User, fn string) protoco
 }
 
 type found struct {
-	Status string      `json:"status"`
-	Ticket ticket.View `json:"ticket"`
+	Status string     `json:"status"`
+	Ticket ticketView `json:"ticket"`
+}
+
+// ticketView is what get_ticket discloses: the ticket and, when it has
+// one, its delivery.
+type ticketView struct {
+	ticket.View
+	Delivery *delivery.View `json:"delivery,omitempty"`
 }
 
 func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identity.User, e *entry) protocol.Answer {
 	id, _ := req.Arguments["ticket_id"].(string)
-	user, t, err := h.Store.ReadTicket(ctx, cached.ExternalID, id)
+	user, t, d, err := h.Store.ReadTicket(ctx, cached.ExternalID, id)
 	switch {
 	case errors.Is(err, identity.ErrUnknown):
 		h.Users.Forget(cached.ExternalID)
@@ -450,7 +482,12 @@ func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identit
 		return protocol.JSON(http.StatusOK, refusalNotFound(id))
 	}
 	e.outcome = OutcomeFound
-	return protocol.JSON(http.StatusOK, found{Status: protocol.StatusFound, Ticket: t.View()})
+	v := ticketView{View: t.View()}
+	if d != nil {
+		dv := d.View(h.Now())
+		v.Delivery = &dv
+	}
+	return protocol.JSON(http.StatusOK, found{Status: protocol.StatusFound, Ticket: v})
 }
 
 func refusalNotFound(id string) any {

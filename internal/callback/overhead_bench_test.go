@@ -69,6 +69,14 @@ func (a *benchNoNetworkAPI) PutItem(context.Context, *dynamodb.PutItemInput, ...
 	panic("PutItem on a callback path")
 }
 
+func (a *benchNoNetworkAPI) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	panic("UpdateItem on a callback path without a destination")
+}
+
+func (a *benchNoNetworkAPI) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	panic("Query on a callback path")
+}
+
 // benchCannedTransport is a BENCHMARK-ONLY http.RoundTripper that answers
 // every request with a fixed DynamoDB response, so that the real SDK client
 // serializes, signs and deserializes as it does over the network.

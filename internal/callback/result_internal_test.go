@@ -3,6 +3,7 @@ package callback
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/oncecall/oncecall/internal/canonjson"
 	"github.com/oncecall/oncecall/internal/protocol"
@@ -21,12 +22,12 @@ func TestCreatedResultIsCanonical(t *testing.T) {
 		if got := createdResult(id); !bytes.Equal(got, want) {
 			t.Errorf("createdResult(%q) = %s, want %s", id, got, want)
 		}
-		body, err := answerBody(want, true)
+		body, err := answerBody(want, nil, time.Time{}, true)
 		if err != nil || !bytes.Equal(body, withFlag(createdResult(id), true)) {
 			t.Errorf("answerBody = %s, %v", body, err)
 		}
 	}
-	if _, err := answerBody([]byte(`{"status":`), true); err == nil {
+	if _, err := answerBody([]byte(`{"status":`), nil, time.Time{}, true); err == nil {
 		t.Error("answerBody accepted a stored result that is not JSON")
 	}
 }

@@ -64,6 +64,8 @@ type Config struct {
 	MetricsNamespace string
 	// FunctionName is the Lambda function's name, the metrics' dimension.
 	FunctionName string
+	// Delivery is where tickets are delivered to, if anywhere.
+	Delivery Delivery
 }
 
 // Defaults for a local run.
@@ -195,6 +197,7 @@ func Load(getenv func(string) string, base Config) (Config, error) {
 		c.MetricsNamespace = v
 	}
 	c.FunctionName = getenv(EnvFunctionName)
+	loadDelivery(getenv, &c, bad)
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/ticket"
@@ -25,6 +26,8 @@ type API interface {
 	TransactGetItems(context.Context, *dynamodb.TransactGetItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
 // Retry budget for store calls that fail for contention or throttling.
@@ -67,13 +70,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Create claims operation rec and writes ticket t in one transaction, after
 // checking that rec.UserID is still active, in rec.Tenant and granted
-// rec.Function. It returns (nil, nil) when both were written; the live
+// rec.Function. When out is not nil the ticket item also carries it: the
+// ticket is its own outbox record, so delivery adds no item to the
+// transaction. It returns (nil, nil) when both were written; the live
 // record that already holds the key when the claim failed; and otherwise
 // an *identity.Revoked (errors.Is ErrRevoked), idempotency.ErrBusy or another
 // error, in which case nothing was written.
-func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket) (*idempotency.Record, error) {
+func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
 	now := s.Now()
-	in := s.CreateInput(rec, t, now)
+	in := s.CreateInput(rec, t, out, now)
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
@@ -117,7 +122,11 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 // user, the operation Put and the ticket Put, with now deciding whether an
 // existing claim has expired. Benchmarks send it with the bare SDK client to
 // measure the store's own floor.
-func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, now time.Time) *dynamodb.TransactWriteItemsInput {
+func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delivery.Record, now time.Time) *dynamodb.TransactWriteItemsInput {
+	tk := ticketItem(t)
+	if out != nil {
+		addDelivery(tk, out)
+	}
 	return &dynamodb.TransactWriteItemsInput{
 		// The ticket id is unique per invocation, so a retry of this very
 		// request after a lost response is answered from DynamoDB's own
@@ -149,7 +158,7 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, now time.Ti
 			}},
 			{Put: &types.Put{
 				TableName:                &s.table,
-				Item:                     ticketItem(t),
+				Item:                     tk,
 				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
 			}},
@@ -223,8 +232,9 @@ func (s *Store) LoadUser(ctx context.Context, externalID string) (identity.User,
 
 // ReadTicket reads the user record of externalID and ticket id together, in
 // one TransactGetItems, so that the caller's authority and the ticket are
-// seen at the same instant. The ticket is nil when absent.
-func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity.User, *ticket.Ticket, error) {
+// seen at the same instant. The ticket is nil when absent; its delivery is
+// nil when it has none.
+func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity.User, *ticket.Ticket, *delivery.Record, error) {
 	in := &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
 		{Get: &types.Get{TableName: &s.table, Key: userKey(externalID)}},
 		{Get: &types.Get{TableName: &s.table, Key: ticketKey(id)}},
@@ -235,26 +245,30 @@ func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity
 		return err
 	})
 	if err != nil {
-		return identity.User{}, nil, err
+		return identity.User{}, nil, nil, err
 	}
 	if len(out.Responses) != 2 {
-		return identity.User{}, nil, fmt.Errorf("dynamo: TransactGetItems returned %d responses, want 2", len(out.Responses))
+		return identity.User{}, nil, nil, fmt.Errorf("dynamo: TransactGetItems returned %d responses, want 2", len(out.Responses))
 	}
 	if len(out.Responses[0].Item) == 0 {
-		return identity.User{}, nil, identity.ErrUnknown
+		return identity.User{}, nil, nil, identity.ErrUnknown
 	}
 	u, err := decodeUser(out.Responses[0].Item, externalID)
 	if err != nil {
-		return identity.User{}, nil, err
+		return identity.User{}, nil, nil, err
 	}
 	if len(out.Responses[1].Item) == 0 {
-		return u, nil, nil
+		return u, nil, nil, nil
 	}
 	t, err := decodeTicket(out.Responses[1].Item)
 	if err != nil {
-		return u, nil, err
+		return u, nil, nil, err
 	}
-	return u, &t, nil
+	d, err := decodeDelivery(out.Responses[1].Item)
+	if err != nil {
+		return u, nil, nil, err
+	}
+	return u, &t, d, nil
 }
 
 // Ticket reads one ticket by id, for administration; nil when absent.

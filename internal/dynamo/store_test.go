@@ -74,7 +74,7 @@ func (f *fixture) claim(key string) (idempotency.Record, ticket.Ticket) {
 func TestCreateWritesOperationAndTicketInOneRequest(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec, tk)
+	existing, err := f.store.Create(context.Background(), rec, tk, nil)
 	if err != nil || existing != nil {
 		t.Fatalf("Create = %v, %v", existing, err)
 	}
@@ -113,11 +113,11 @@ func TestCreateWritesOperationAndTicketInOneRequest(t *testing.T) {
 func TestSecondClaimReturnsTheFirst(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2)
+	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
 	if err != nil || existing == nil {
 		t.Fatalf("Create = %v, %v", existing, err)
 	}
@@ -138,12 +138,12 @@ func TestReplayRoundTrips(t *testing.T) {
 			f, proxy := newProxied(t)
 			proxy.ReturnOldItems = parity
 			rec, tk := f.claim("k1")
-			if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+			if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 				t.Fatal(err)
 			}
 			f.env.Requests.Reset()
 			rec2, tk2 := f.claim("k1")
-			existing, err := f.store.Create(context.Background(), rec2, tk2)
+			existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
 			if err != nil || existing == nil || existing.TicketID != tk.ID {
 				t.Fatalf("Create = %+v, %v", existing, err)
 			}
@@ -167,20 +167,20 @@ func TestReplayRoundTrips(t *testing.T) {
 func TestExpiredClaimIsReclaimedAtTheExactBoundary(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	// At the expiry second the claim still holds.
 	f.now = rec.ExpiresAt
 	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2)
+	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
 	if err != nil || existing == nil || existing.TicketID != tk.ID {
 		t.Fatalf("at expiry: Create = %+v, %v; want the first claim", existing, err)
 	}
 	// One second later it is gone although the item is still present.
 	f.now = rec.ExpiresAt.Add(time.Second)
 	rec3, tk3 := f.claim("k1")
-	existing, err = f.store.Create(context.Background(), rec3, tk3)
+	existing, err = f.store.Create(context.Background(), rec3, tk3, nil)
 	if err != nil || existing != nil {
 		t.Fatalf("after expiry: Create = %+v, %v; want a new claim", existing, err)
 	}
@@ -207,7 +207,7 @@ func TestRevokedUserWritesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec, tk := f.claim("k1")
-			if _, err := f.store.Create(context.Background(), rec, tk); !errors.Is(err, identity.ErrRevoked) {
+			if _, err := f.store.Create(context.Background(), rec, tk, nil); !errors.Is(err, identity.ErrRevoked) {
 				t.Fatalf("Create = %v, want ErrRevoked", err)
 			}
 			if f.env.Count(t, "ticket") != 0 || f.env.Count(t, "operation") != 0 {
@@ -223,12 +223,12 @@ func TestRevokedUserWritesNothing(t *testing.T) {
 func TestFailureInsideTransactionWritesNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k-other")
-	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	rec2, tk2 := f.claim("k2")
 	tk2.ID, rec2.TicketID = tk.ID, tk.ID // collide with the existing ticket
-	if _, err := f.store.Create(context.Background(), rec2, tk2); err == nil {
+	if _, err := f.store.Create(context.Background(), rec2, tk2, nil); err == nil {
 		t.Fatal("Create succeeded over an existing ticket")
 	}
 	if got, _ := f.store.Operation(context.Background(), "k2"); got != nil {
@@ -240,7 +240,7 @@ func TestFailureInsideTransactionWritesNothing(t *testing.T) {
 	}
 	// The next identical call creates exactly one.
 	rec3, tk3 := f.claim("k2")
-	if existing, err := f.store.Create(context.Background(), rec3, tk3); err != nil || existing != nil {
+	if existing, err := f.store.Create(context.Background(), rec3, tk3, nil); err != nil || existing != nil {
 		t.Fatalf("retry: %v %v", existing, err)
 	}
 	if n := f.env.Count(t, "ticket"); n != 2 {
@@ -257,7 +257,7 @@ func TestPendingIsNeverTakenOver(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		rec, tk := f.claim("k1")
-		existing, err := f.store.Create(context.Background(), rec, tk)
+		existing, err := f.store.Create(context.Background(), rec, tk, nil)
 		if err != nil || existing == nil || existing.State != idempotency.Pending {
 			t.Fatalf("attempt %d: Create = %+v, %v", i, existing, err)
 		}
@@ -272,7 +272,7 @@ func TestPendingIsNeverTakenOver(t *testing.T) {
 	}
 	f.now = t0.Add(10 * 365 * 24 * time.Hour)
 	rec, tk := f.claim("k2")
-	if existing, err := f.store.Create(context.Background(), rec, tk); err != nil || existing == nil || existing.State != idempotency.Pending {
+	if existing, err := f.store.Create(context.Background(), rec, tk, nil); err != nil || existing == nil || existing.State != idempotency.Pending {
 		t.Fatalf("pending without expiry: Create = %+v, %v", existing, err)
 	}
 }
@@ -290,7 +290,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 			}
 			proxy.Inject("TransactWriteItems", faults...)
 			rec, tk := f.claim("k1")
-			if _, err := f.store.Create(context.Background(), rec, tk); !errors.Is(err, idempotency.ErrBusy) {
+			if _, err := f.store.Create(context.Background(), rec, tk, nil); !errors.Is(err, idempotency.ErrBusy) {
 				t.Fatalf("Create = %v, want ErrBusy", err)
 			}
 			if got := proxy.Seen("TransactWriteItems"); got != dynamo.MaxAttempts {
@@ -302,7 +302,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 			// One fault fewer than the budget: the last attempt goes through.
 			proxy.Inject("TransactWriteItems", faults[:dynamo.MaxAttempts-1]...)
 			rec, tk = f.claim("k1")
-			if existing, err := f.store.Create(context.Background(), rec, tk); err != nil || existing != nil {
+			if existing, err := f.store.Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
 				t.Fatalf("Create after transient faults = %v, %v", existing, err)
 			}
 			if n := f.env.Count(t, "ticket"); n != 1 {
@@ -319,7 +319,7 @@ func TestStoreHangEndsAtTheDeadline(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	rec, tk := f.claim("k1")
-	_, err := f.store.Create(ctx, rec, tk)
+	_, err := f.store.Create(ctx, rec, tk, nil)
 	if !errors.Is(err, idempotency.ErrBusy) {
 		t.Fatalf("Create = %v, want ErrBusy", err)
 	}
@@ -334,7 +334,7 @@ func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
 	// retry then finds the claim it made.
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{AfterCommit: true})
 	rec, tk := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec, tk)
+	existing, err := f.store.Create(context.Background(), rec, tk, nil)
 	if err != nil || existing != nil {
 		t.Fatalf("Create = %+v, %v; want the call's own claim reported as created", existing, err)
 	}
@@ -346,21 +346,21 @@ func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
 func TestReadTicketReadsUserAndTicketTogether(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.env.Requests.Reset()
-	u, got, err := f.store.ReadTicket(context.Background(), alice.ExternalID, tk.ID)
-	if err != nil || got == nil || got.ID != tk.ID || u.Tenant != alice.Tenant {
+	u, got, d, err := f.store.ReadTicket(context.Background(), alice.ExternalID, tk.ID)
+	if err != nil || got == nil || got.ID != tk.ID || u.Tenant != alice.Tenant || d != nil {
 		t.Fatalf("ReadTicket = %+v %+v %v", u, got, err)
 	}
 	if n := f.env.Requests.Load(); n != 1 {
 		t.Errorf("ReadTicket took %d requests, want 1", n)
 	}
-	if _, got, err := f.store.ReadTicket(context.Background(), alice.ExternalID, ticket.NewID()); err != nil || got != nil {
+	if _, got, _, err := f.store.ReadTicket(context.Background(), alice.ExternalID, ticket.NewID()); err != nil || got != nil {
 		t.Errorf("missing ticket: %+v %v", got, err)
 	}
-	if _, _, err := f.store.ReadTicket(context.Background(), "nobody", tk.ID); !errors.Is(err, identity.ErrUnknown) {
+	if _, _, _, err := f.store.ReadTicket(context.Background(), "nobody", tk.ID); !errors.Is(err, identity.ErrUnknown) {
 		t.Errorf("unknown user: %v", err)
 	}
 }
@@ -405,7 +405,7 @@ func TestFailedUserCheckSaysWhy(t *testing.T) {
 			}
 			f.env.Requests.Reset()
 			rec, tk := f.claim("k1")
-			_, err := f.store.Create(context.Background(), rec, tk)
+			_, err := f.store.Create(context.Background(), rec, tk, nil)
 			var rv *identity.Revoked
 			if !errors.As(err, &rv) || !errors.Is(err, identity.ErrRevoked) {
 				t.Fatalf("Create = %v, want an *identity.Revoked", err)
@@ -426,13 +426,13 @@ func TestFailedUserCheckSaysWhy(t *testing.T) {
 func TestRevocationWinsOverAClaim(t *testing.T) {
 	f, proxy := newProxied(t)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk); err != nil {
+	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "TransactionCanceledException",
 		Reasons: []string{"ConditionalCheckFailed", "ConditionalCheckFailed", "None"}})
 	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2)
+	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
 	if !errors.Is(err, identity.ErrRevoked) || existing != nil {
 		t.Fatalf("Create = %+v, %v; want ErrRevoked and no record", existing, err)
 	}
@@ -445,7 +445,7 @@ func TestStoreErrorsAreSafeToLog(t *testing.T) {
 	f, proxy := newProxied(t)
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ValidationException"})
 	rec, tk := f.claim("k1")
-	_, err := f.store.Create(context.Background(), rec, tk)
+	_, err := f.store.Create(context.Background(), rec, tk, nil)
 	var se *dynamo.Error
 	if !errors.As(err, &se) || se.Code != "ValidationException" || se.Op != "TransactWriteItems" {
 		t.Fatalf("Create = %v (%T)", err, err)
@@ -466,7 +466,7 @@ func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
 	}
 	proxy.Inject("TransactWriteItems", faults...)
 	rec, tk := f.claim("k1")
-	_, err := f.store.Create(context.Background(), rec, tk)
+	_, err := f.store.Create(context.Background(), rec, tk, nil)
 	if err == nil || errors.Is(err, idempotency.ErrBusy) {
 		t.Fatalf("Create = %v, want a failure that is not busy", err)
 	}
@@ -477,7 +477,7 @@ func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
 	// Nothing listens: connection refused on every attempt.
 	down := dynamo.New(dynamotest.NewClient(t, "http://127.0.0.1:1", nil), f.env.Table)
 	down.Sleep = f.store.Sleep
-	if _, err := down.Create(context.Background(), rec, tk); err == nil || errors.Is(err, idempotency.ErrBusy) {
+	if _, err := down.Create(context.Background(), rec, tk, nil); err == nil || errors.Is(err, idempotency.ErrBusy) {
 		t.Fatalf("unreachable store: %v", err)
 	}
 }

@@ -53,7 +53,7 @@ const (
 // attentionProjection is what AttentionIndex carries besides the keys: the
 // tenant and the delivery attributes the sweep filters and shows
 // (design: "Ticket item delivery attributes").
-var attentionProjection = []string{attrTenant, "next_at", "delivery"}
+var attentionProjection = []string{attrTenant, attrNextAt, attrDelivery}
 
 // CreateTableInput is the table oncecall needs: one string partition key,
 // on-demand capacity, and the global secondary indexes LookupIndex and

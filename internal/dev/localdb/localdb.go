@@ -29,14 +29,16 @@ type Server struct {
 func Start(addr string) (*Server, error) { return StartWith(addr, nil) }
 
 // StartWith is Start with the store's handler wrapped by front (when not
-// nil), for example to count or reshape requests.
+// nil), for example to count or reshape requests. Either way the store
+// removes attributes named in a top-level REMOVE, as DynamoDB does and
+// minidyn alone does not (see removeFix).
 func StartWith(addr string, front func(http.Handler) http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mini := miniserver.NewServer()
-	var h http.Handler = mini
+	var h http.Handler = &removeFix{next: mini}
 	if front != nil {
 		h = front(mini)
 	}

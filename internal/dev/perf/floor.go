@@ -73,7 +73,7 @@ func Floor(ctx context.Context, st *Store, n int, budget time.Duration) ([]Floor
 
 	floorSample := func(key string, wantCancel bool) (time.Duration, time.Duration, error) {
 		rec, t := floorCall(key, time.Now())
-		in := shape.CreateInput(rec, t, time.Now())
+		in := shape.CreateInput(rec, t, nil, time.Now())
 		t0 := time.Now()
 		if err := v.Verify(hash); err != nil {
 			return 0, 0, err

@@ -37,7 +37,7 @@ func TestFrontCountsAndReturnsOldItems(t *testing.T) {
 	now := time.Now()
 	claim := func() (*idempotency.Record, error) {
 		rec, tk := floorCall("k", now)
-		return store.Create(ctx, rec, tk)
+		return store.Create(ctx, rec, tk, nil)
 	}
 	before := st.Front.Counts()
 	if existing, err := claim(); err != nil || existing != nil {

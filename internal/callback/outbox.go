@@ -1,0 +1,57 @@
+package callback
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/delivery"
+)
+
+// Outbox hands the tickets the Handler creates on to a destination.
+// *delivery.Outbox implements it. A Handler without one keeps tickets in
+// oncecall's table only, as before destinations existed.
+type Outbox interface {
+	// Destination names the destination a new ticket is queued for.
+	Destination() string
+	// Committed is told of ticket id once its transaction has committed.
+	// It may make the first delivery attempt itself, within ctx, and
+	// returns the delivery as it stands afterwards; nil when it left the
+	// ticket to the worker (still queued).
+	Committed(ctx context.Context, id string) *delivery.Record
+}
+
+// queued is the delivery a new ticket is written with: its key derived
+// from the operation and the ticket, nothing attempted yet.
+func (h *Handler) queued(opKey, ticketID string, now time.Time) *delivery.Record {
+	if h.Outbox == nil {
+		return nil
+	}
+	return &delivery.Record{
+		State:       delivery.Queued,
+		Destination: h.Outbox.Destination(),
+		Key:         delivery.Key(opKey, ticketID),
+		Since:       now,
+		Version:     1,
+	}
+}
+
+// withDelivery appends the "delivery" member, what the caller is told of
+// d at now, to an answer body (a JSON object). A nil d leaves it as is.
+func withDelivery(body []byte, d *delivery.Record, now time.Time) []byte {
+	if d == nil {
+		return body
+	}
+	v, err := json.Marshal(d.View(now))
+	if err != nil {
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(v)+16)
+	out = append(out, body[:len(body)-1]...)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"delivery":`...)
+	out = append(out, v...)
+	return append(out, '}')
+}

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment variables of delivery to a destination (a helpdesk).
+const (
+	EnvDestination        = "DESTINATION"
+	EnvDestinationURL     = "DESTINATION_URL"
+	EnvZendeskSubdomain   = "ZENDESK_SUBDOMAIN"
+	EnvDestinationToken   = "DESTINATION_TOKEN"
+	EnvDestinationSecret  = "DESTINATION_SECRET_ARN"
+	EnvDedupWindow        = "DESTINATION_DEDUP_WINDOW"
+	EnvLookup             = "DESTINATION_LOOKUP"
+	EnvSettleDelay        = "DESTINATION_SETTLE_DELAY"
+	EnvDestinationTimeout = "DESTINATION_TIMEOUT"
+	EnvMaxAttempts        = "DESTINATION_MAX_ATTEMPTS"
+	EnvMaxAge             = "DESTINATION_MAX_AGE"
+	EnvInlineTimeout      = "DELIVERY_INLINE_TIMEOUT"
+	EnvSweepInterval      = "DELIVERY_SWEEP_INTERVAL"
+	EnvZendeskTenantField = "ZENDESK_TENANT_FIELD"
+	EnvZendeskUserField   = "ZENDESK_REQUESTER_FIELD"
+	EnvZendeskRequester   = "ZENDESK_REQUESTER_ID"
+)
+
+// Destination kinds.
+const (
+	DestinationWebhook = "webhook"
+	DestinationZendesk = "zendesk"
+)
+
+// Bounds of the delivery settings.
+const (
+	MaxDedupWindow   = 7 * 24 * time.Hour
+	MaxSettleDelay   = time.Hour
+	MinDestTimeout   = time.Second
+	MaxDestTimeout   = time.Minute
+	MaxDestAttempts  = 100
+	MinDestMaxAge    = time.Minute
+	MaxDestMaxAge    = 30 * 24 * time.Hour
+	MaxInlineTimeout = 5 * time.Second
+	MinSweepInterval = 100 * time.Millisecond
+	MaxSweepInterval = time.Minute
+)
+
+// Delivery is where tickets are delivered and how. A zero Destination
+// means none: tickets stay in oncecall's table only. Zero durations and
+// counts mean the delivery package's defaults.
+type Delivery struct {
+	Destination string
+	// URL is the webhook's POST URL, or Zendesk's base URL.
+	URL string
+	// Token holds the credentials in local runs; SecretARN names the
+	// Secrets Manager secret that holds them on AWS.
+	Token     string
+	SecretARN string
+	// DedupWindow, Lookup and SettleDelay declare the webhook's
+	// capabilities; Zendesk's are fixed by its adapter (SettleDelay aside).
+	DedupWindow time.Duration
+	Lookup      bool
+	SettleDelay time.Duration
+	Timeout     time.Duration
+	MaxAttempts int
+	MaxAge      time.Duration
+	// Inline bounds a first attempt made by the callback itself; zero
+	// leaves every attempt to the worker.
+	Inline time.Duration
+	// SweepInterval is how often a local run's worker sweeps.
+	SweepInterval time.Duration
+	// Zendesk custom field ids for the tenant and the requester, and the
+	// Zendesk user made the requester; zero for none.
+	ZendeskTenantField, ZendeskRequesterField, ZendeskRequesterID int64
+}
+
+// deliverySettings are every variable of delivery but DESTINATION itself.
+var deliverySettings = []string{
+	EnvDestinationURL, EnvZendeskSubdomain, EnvDestinationToken, EnvDestinationSecret, EnvDedupWindow, EnvLookup,
+	EnvSettleDelay, EnvDestinationTimeout, EnvMaxAttempts, EnvMaxAge, EnvInlineTimeout, EnvSweepInterval,
+	EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester,
+}
+
+// loadDelivery reads the delivery settings into c.Delivery, reporting each
+// problem through bad.
+func loadDelivery(getenv func(string) string, c *Config, bad func(name, format string, args ...any)) {
+	d := &c.Delivery
+	if v := getenv(EnvDestination); v != "" {
+		d.Destination = v
+	}
+	switch d.Destination {
+	case "":
+		for _, name := range deliverySettings {
+			if getenv(name) != "" {
+				bad(name, "is set but %s is not: set %s=%s or %s to deliver tickets to a helpdesk", EnvDestination, EnvDestination, DestinationWebhook, DestinationZendesk)
+				return
+			}
+		}
+		return
+	case DestinationWebhook, DestinationZendesk:
+	default:
+		bad(EnvDestination, "%q must be %s or %s (or unset: tickets stay in oncecall's table)", d.Destination, DestinationWebhook, DestinationZendesk)
+		return
+	}
+	if v := getenv(EnvDestinationURL); v != "" {
+		if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+			bad(EnvDestinationURL, "must be an https:// URL")
+		}
+		d.URL = v
+	}
+	if d.Destination == DestinationZendesk {
+		loadZendesk(getenv, d, bad)
+	} else {
+		for _, name := range []string{EnvZendeskSubdomain, EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester} {
+			if getenv(name) != "" {
+				bad(name, "applies to %s=%s only", EnvDestination, DestinationZendesk)
+			}
+		}
+		if d.URL == "" {
+			bad(EnvDestinationURL, "is required with %s=%s: the URL tickets are POSTed to", EnvDestination, DestinationWebhook)
+		}
+		d.DedupWindow = duration(getenv, EnvDedupWindow, 0, MaxDedupWindow, d.DedupWindow, bad,
+			"(0: the webhook does not deduplicate by Idempotency-Key)")
+		if v := getenv(EnvLookup); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				bad(EnvLookup, "%q must be true or false", v)
+			}
+			d.Lookup = b
+		}
+	}
+	if v := getenv(EnvDestinationToken); v != "" {
+		d.Token = v
+	}
+	if v := getenv(EnvDestinationSecret); v != "" {
+		if !strings.HasPrefix(v, "arn:") {
+			bad(EnvDestinationSecret, "must be a Secrets Manager secret ARN")
+		}
+		if getenv(EnvDestinationToken) != "" {
+			bad(EnvDestinationToken, "is set together with %s: set one (on AWS the secret holds the credentials)", EnvDestinationSecret)
+		}
+		d.SecretARN, d.Token = v, ""
+	}
+	d.SettleDelay = duration(getenv, EnvSettleDelay, 0, MaxSettleDelay, d.SettleDelay, bad, "")
+	d.Timeout = duration(getenv, EnvDestinationTimeout, MinDestTimeout, MaxDestTimeout, d.Timeout, bad, "")
+	d.MaxAge = duration(getenv, EnvMaxAge, MinDestMaxAge, MaxDestMaxAge, d.MaxAge, bad, "")
+	d.Inline = duration(getenv, EnvInlineTimeout, 0, MaxInlineTimeout, d.Inline, bad, "(0: off)")
+	d.SweepInterval = duration(getenv, EnvSweepInterval, MinSweepInterval, MaxSweepInterval, d.SweepInterval, bad, "")
+	if v := getenv(EnvMaxAttempts); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxDestAttempts {
+			bad(EnvMaxAttempts, "%q must be an integer from 1 to %d", v, MaxDestAttempts)
+		} else {
+			d.MaxAttempts = n
+		}
+	}
+}
+
+func loadZendesk(getenv func(string) string, d *Delivery, bad func(name, format string, args ...any)) {
+	for _, name := range []string{EnvDedupWindow, EnvLookup} {
+		if getenv(name) != "" {
+			bad(name, "cannot be set for %s: Zendesk's adapter declares what Zendesk does (it deduplicates by Idempotency-Key and can be looked up)", DestinationZendesk)
+		}
+	}
+	sub := getenv(EnvZendeskSubdomain)
+	switch {
+	case sub != "" && d.URL != "":
+		bad(EnvZendeskSubdomain, "is set together with %s: set one", EnvDestinationURL)
+	case sub != "":
+		d.URL = "https://" + sub + ".zendesk.com"
+		for _, r := range sub {
+			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+				bad(EnvZendeskSubdomain, "%q must be lower-case letters, digits and hyphens", sub)
+				break
+			}
+		}
+	case d.URL == "":
+		bad(EnvZendeskSubdomain, "is required with %s=%s (or %s for another base URL)", EnvDestination, DestinationZendesk, EnvDestinationURL)
+	}
+	for name, into := range map[string]*int64{EnvZendeskTenantField: &d.ZendeskTenantField, EnvZendeskUserField: &d.ZendeskRequesterField, EnvZendeskRequester: &d.ZendeskRequesterID} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				bad(name, "%q must be a Zendesk id (a positive integer)", v)
+			}
+			*into = n
+		}
+	}
+}
+
+// duration reads the duration variable name within [lo, hi]; def when unset.
+func duration(getenv func(string) string, name string, lo, hi, def time.Duration, bad func(name, format string, args ...any), note string) time.Duration {
+	v := getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		msg := fmt.Sprintf("%q must be a duration from %s to %s", v, lo, hi)
+		if note != "" {
+			msg += " " + note
+		}
+		bad(name, "%s", msg)
+		return def
+	}
+	return d
+}

@@ -1,0 +1,93 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/config"
+)
+
+const destSecretARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-destination-AbCdEf"
+
+func TestDeliveryIsOffByDefault(t *testing.T) {
+	c, err := config.Load(env(lambdaEnv()), config.Lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Delivery != (config.Delivery{}) {
+		t.Fatalf("Delivery = %+v without DESTINATION", c.Delivery)
+	}
+}
+
+func TestDeliveryWebhook(t *testing.T) {
+	e := lambdaEnv()
+	e[config.EnvDestination] = "webhook"
+	e[config.EnvDestinationURL] = "https://helpdesk.example.com/tickets"
+	e[config.EnvDestinationSecret] = destSecretARN
+	e[config.EnvDedupWindow] = "2h"
+	e[config.EnvLookup] = "true"
+	e[config.EnvSettleDelay] = "30s"
+	e[config.EnvDestinationTimeout] = "5s"
+	e[config.EnvMaxAttempts] = "6"
+	e[config.EnvMaxAge] = "12h"
+	e[config.EnvInlineTimeout] = "2s"
+	c, err := config.Load(env(e), config.Lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Delivery{
+		Destination: "webhook", URL: "https://helpdesk.example.com/tickets", SecretARN: destSecretARN,
+		DedupWindow: 2 * time.Hour, Lookup: true, SettleDelay: 30 * time.Second, Timeout: 5 * time.Second,
+		MaxAttempts: 6, MaxAge: 12 * time.Hour, Inline: 2 * time.Second,
+	}
+	if c.Delivery != want {
+		t.Fatalf("Delivery =\n%+v\nwant\n%+v", c.Delivery, want)
+	}
+}
+
+func TestDeliveryZendeskFromSubdomain(t *testing.T) {
+	e := lambdaEnv()
+	e[config.EnvDestination] = "zendesk"
+	e[config.EnvZendeskSubdomain] = "acme-support"
+	e[config.EnvZendeskTenantField] = "360001"
+	c, err := config.Load(env(e), config.Lambda)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Delivery.URL != "https://acme-support.zendesk.com" || c.Delivery.ZendeskTenantField != 360001 {
+		t.Fatalf("Delivery = %+v", c.Delivery)
+	}
+}
+
+func TestDeliveryRefusals(t *testing.T) {
+	for _, c := range []struct {
+		set  map[string]string
+		says string
+	}{
+		{map[string]string{config.EnvDestinationURL: "https://x.test"}, "DESTINATION_URL: is set but DESTINATION is not"},
+		{map[string]string{config.EnvDestination: "jira"}, `DESTINATION: "jira" must be webhook or zendesk`},
+		{map[string]string{config.EnvDestination: "webhook"}, "DESTINATION_URL: is required with DESTINATION=webhook"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "ftp://x"}, "DESTINATION_URL: must be an https:// URL"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvDedupWindow: "-1s"}, "DESTINATION_DEDUP_WINDOW: \"-1s\" must be a duration from 0s to 168h0m0s"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvLookup: "yes"}, `DESTINATION_LOOKUP: "yes" must be true or false`},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvMaxAttempts: "0"}, "DESTINATION_MAX_ATTEMPTS: \"0\" must be an integer from 1 to 100"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvInlineTimeout: "30s"}, "DELIVERY_INLINE_TIMEOUT: \"30s\" must be a duration from 0s to 5s"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvZendeskSubdomain: "a"}, "ZENDESK_SUBDOMAIN: applies to DESTINATION=zendesk only"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvDestinationToken: "t", config.EnvDestinationSecret: destSecretARN}, "DESTINATION_TOKEN: is set together with DESTINATION_SECRET_ARN"},
+		{map[string]string{config.EnvDestination: "zendesk"}, "ZENDESK_SUBDOMAIN: is required with DESTINATION=zendesk"},
+		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "Acme"}, `ZENDESK_SUBDOMAIN: "Acme" must be lower-case`},
+		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "a", config.EnvLookup: "false"}, "DESTINATION_LOOKUP: cannot be set for zendesk"},
+		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "a", config.EnvDestinationURL: "https://a.test"}, "ZENDESK_SUBDOMAIN: is set together with DESTINATION_URL"},
+		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "a", config.EnvZendeskRequester: "x"}, `ZENDESK_REQUESTER_ID: "x" must be a Zendesk id`},
+	} {
+		e := lambdaEnv()
+		for k, v := range c.set {
+			e[k] = v
+		}
+		_, err := config.Load(env(e), config.Lambda)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("Load(%v) = %v, want it to say %q", c.set, err, c.says)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package delivery
+
+import (
+	"context"
+	"time"
+)
+
+// Outbox is what the callback hands each ticket it creates to: it names the
+// destination new tickets are queued for, and once a ticket's transaction
+// has committed it either makes the first attempt itself (Inline) or tells
+// Notify (local runs, which have no stream). On AWS, with neither, the
+// table's stream brings the new ticket to the worker function.
+type Outbox struct {
+	Worker *Worker
+	// Inline, when positive, bounds a first attempt made by the callback
+	// itself right after the commit. Whatever it does not settle in time is
+	// left to the worker.
+	Inline time.Duration
+	// Notify, when set, is told of each committed ticket that no inline
+	// attempt delivered.
+	Notify func(id string)
+}
+
+// Destination names the destination of new tickets.
+func (o *Outbox) Destination() string { return o.Worker.Destination.Name() }
+
+// Committed is told of ticket id once its transaction has committed. With
+// Inline set it attempts the delivery within Inline and ctx's time and
+// returns the delivery as the attempt left it; otherwise, or when the
+// attempt could not start, it returns nil (the ticket stays queued).
+func (o *Outbox) Committed(ctx context.Context, id string) *Record {
+	var rec *Record
+	if o.Inline > 0 {
+		rep, r, err := o.Worker.deliver(ctx, id, o.Inline)
+		switch {
+		case err != nil:
+		case rep.Outcome == OutcomeDelivered, rep.Outcome == OutcomeRetried, rep.Outcome == OutcomeFailed, rep.Outcome == OutcomeUncertain:
+			// What the attempt recorded is what the store now holds.
+			rec = &r
+		}
+	}
+	if o.Notify != nil && (rec == nil || rec.State == Queued) {
+		o.Notify(id)
+	}
+	return rec
+}

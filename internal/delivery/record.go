@@ -1,0 +1,141 @@
+package delivery
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// State is where a ticket's delivery stands.
+type State string
+
+// States a delivery is stored in.
+const (
+	// Queued: waiting for its first attempt or a scheduled retry.
+	Queued State = "queued"
+	// Delivered: the destination has the ticket; the Receipt names it.
+	Delivered State = "delivered"
+	// Failed: the destination certainly does not have the ticket and will
+	// not get it without a person (a definite refusal, or every attempt
+	// spent without one that might have created it).
+	Failed State = "failed"
+	// Uncertain: the destination may have the ticket and nothing automatic
+	// can tell; a person must check and settle it.
+	Uncertain State = "uncertain"
+	// Abandoned: a person closed it; nothing more will be attempted.
+	Abandoned State = "abandoned"
+)
+
+// InProgress is never stored: it is how a Queued delivery whose attempt
+// holds a live lease is reported.
+const InProgress State = "in_progress"
+
+// States lists the stored states, for metrics and listings.
+var States = []State{Queued, Delivered, Failed, Uncertain, Abandoned}
+
+// Valid reports whether s is a stored state.
+func (s State) Valid() bool {
+	for _, x := range States {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// NeedsPerson reports whether a delivery in s waits for an operator.
+func (s State) NeedsPerson() bool { return s == Failed || s == Uncertain }
+
+// Final reports whether nothing will be attempted in s without a person.
+func (s State) Final() bool { return s != Queued }
+
+// Record is the delivery half of a ticket item: the outbox record.
+type Record struct {
+	State State
+	// Destination is the destination's kind when the ticket was created.
+	Destination string
+	// Key is the idempotency key every attempt sends (see Key).
+	Key string
+	// Attempts counts the attempts started (leases taken).
+	Attempts int
+	// LeaseOwner and LeaseUntil hold the attempt in flight, if any. An
+	// empty owner means no attempt holds the delivery.
+	LeaseOwner string
+	LeaseUntil time.Time
+	// MaybeSent is true once any attempt may have created the ticket at the
+	// destination without oncecall learning its id: an ambiguous outcome,
+	// or an attempt whose worker died holding the lease.
+	MaybeSent bool
+	// FirstSent is when the key was first used; the destination's
+	// deduplication window counts from it.
+	FirstSent time.Time
+	// LastSent is the latest time a request that may have created the
+	// ticket could have reached the destination; a lookup is trusted only
+	// SettleDelay after it.
+	LastSent time.Time
+	// NextAt is the earliest time of the next attempt.
+	NextAt time.Time
+	// Since is when the delivery entered its current state (for Queued:
+	// when the ticket was queued). Listings are ordered by it.
+	Since time.Time
+	// LastCode and LastStatus say what the last attempt established.
+	LastCode   string
+	LastStatus int
+	// Reason is the destination's refusal, or the operator's reason for a
+	// settlement. Never logged.
+	Reason string
+	// Receipt names the ticket in the destination once delivered.
+	Receipt     Receipt
+	DeliveredAt time.Time
+	// Version is incremented by every change, so that an operator's
+	// decision can be made conditional on the record they read.
+	Version int64
+	// Audit lists the operators' decisions, oldest first.
+	Audit []Decision
+}
+
+// Decision is one operator settlement, as audited on the ticket.
+type Decision struct {
+	// Who is the operator: an AWS identity (ARN) or a local name.
+	Who    string
+	At     time.Time
+	Action string
+	Reason string
+	// From and To are the states replaced and set.
+	From, To State
+	// Receipt is the helpdesk reference recorded, for "delivered".
+	Receipt Receipt
+}
+
+// Reported is the state a caller is told: InProgress for a queued delivery
+// whose lease is live at now, the stored state otherwise.
+func (r *Record) Reported(now time.Time) State {
+	if r.State == Queued && r.LeaseOwner != "" && now.Before(r.LeaseUntil) {
+		return InProgress
+	}
+	return r.State
+}
+
+// Leased reports whether an attempt holds a live lease at now.
+func (r *Record) Leased(now time.Time) bool {
+	return r.LeaseOwner != "" && now.Before(r.LeaseUntil)
+}
+
+// keyPrefix names the derivation of Key; a change of derivation changes it.
+const keyPrefix = "oncecall-d1-"
+
+// Key is the idempotency key sent to the destination for the ticket
+// ticketID created by operation opKey. It is derived from the operation key
+// and the ticket id together: the operation key alone can recur once its
+// retention window has passed (a new operation with the same request and
+// arguments), and a destination that still remembered it would answer the
+// new operation with the old ticket. 76 characters, within every limit
+// seen (Zendesk: 255).
+func Key(opKey, ticketID string) string {
+	h := sha256.New()
+	h.Write([]byte(keyPrefix))
+	h.Write([]byte(opKey))
+	h.Write([]byte{0})
+	h.Write([]byte(ticketID))
+	return keyPrefix + hex.EncodeToString(h.Sum(nil))
+}

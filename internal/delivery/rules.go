@@ -1,0 +1,104 @@
+package delivery
+
+import "time"
+
+// Policy bounds the delivery of one ticket.
+type Policy struct {
+	// Timeout bounds one request to the destination.
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts (leases taken); MaxAge bounds the
+	// time since the ticket was created. Past either, a delivery ends
+	// failed (certainly not created) or uncertain (maybe created).
+	MaxAttempts int
+	MaxAge      time.Duration
+	// BaseBackoff is the upper bound of the first randomized wait between
+	// attempts; each later wait doubles it, up to MaxBackoff. A
+	// Retry-After from the destination is always waited out.
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+}
+
+// Defaults of a Policy, each a named constant documented in the README.
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultMaxAttempts = 8
+	DefaultMaxAge      = 24 * time.Hour
+	DefaultBaseBackoff = 2 * time.Second
+	DefaultMaxBackoff  = 5 * time.Minute
+	// LeaseMargin is added to an attempt's requests to record its result
+	// before the lease ends.
+	LeaseMargin = 10 * time.Second
+)
+
+// DefaultPolicy is the Policy used when nothing is configured.
+var DefaultPolicy = Policy{
+	Timeout: DefaultTimeout, MaxAttempts: DefaultMaxAttempts, MaxAge: DefaultMaxAge,
+	BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff,
+}
+
+// LeaseFor is how long an attempt holds a delivery: a lookup and a create,
+// each bounded by Timeout, and LeaseMargin to record what happened.
+func (p Policy) LeaseFor() time.Duration { return 2*p.Timeout + LeaseMargin }
+
+// backoff returns the randomized wait after the attempt-th attempt (1 for
+// the first): full jitter under an exponentially growing cap.
+func (p Policy) backoff(attempt int, int64n func(int64) int64) time.Duration {
+	ceiling := p.BaseBackoff
+	for i := 1; i < attempt && ceiling < p.MaxBackoff; i++ {
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, p.MaxBackoff)
+	if ceiling <= 0 {
+		return 0
+	}
+	// At least a tenth of the ceiling, so a retry never comes at once.
+	return ceiling/10 + time.Duration(int64n(int64(ceiling-ceiling/10)+1))
+}
+
+// step is what an attempt does next.
+type step int
+
+const (
+	stepSend   step = iota // send the ticket (again) under its key
+	stepLookup             // ask the destination whether it has the ticket
+	stepWait               // do nothing now; try again at the given time
+	stepStop               // end in a final state
+)
+
+// plan decides what a leased attempt does first, from everything the
+// earlier attempts established. It is the whole of the exactly-once rule:
+// a ticket that may already be at the destination is sent again only
+// where the destination folds a repeat into the first (inside its
+// deduplication window), is looked up where the destination can be asked,
+// and otherwise is left to a person.
+func plan(r *Record, caps Capabilities, p Policy, created, now time.Time) (step, time.Time, State, string) {
+	over := r.Attempts > p.MaxAttempts || now.Sub(created) > p.MaxAge
+	if !r.MaybeSent {
+		if over {
+			return stepStop, time.Time{}, Failed, "attempts_spent"
+		}
+		return stepSend, time.Time{}, "", ""
+	}
+	// A refusal that followed a request which may have created the ticket
+	// is settled by a lookup, never by sending again.
+	if !over && r.LastCode != CodeRefused && insideWindow(r, caps, p, now) {
+		return stepSend, time.Time{}, "", ""
+	}
+	// One lookup past the budget may still settle a ticket that may exist.
+	if caps.Lookup && r.Attempts <= p.MaxAttempts+1 {
+		if settled := r.LastSent.Add(caps.SettleDelay); now.Before(settled) {
+			return stepWait, settled, "", "settling"
+		}
+		return stepLookup, time.Time{}, "", ""
+	}
+	return stepStop, time.Time{}, Uncertain, "maybe_sent"
+}
+
+// insideWindow reports whether a request sent at now, lasting at most
+// p.Timeout, still reaches a destination that remembers the key.
+func insideWindow(r *Record, caps Capabilities, p Policy, now time.Time) bool {
+	if caps.DedupWindow <= 0 || r.FirstSent.IsZero() {
+		return false
+	}
+	return now.Add(p.Timeout).Before(r.FirstSent.Add(caps.DedupWindow))
+}

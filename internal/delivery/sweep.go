@@ -1,0 +1,159 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Sweep limits.
+const (
+	// SweepPage is how many due deliveries one store read returns.
+	SweepPage = 50
+	// SweepConcurrency bounds the deliveries a sweep runs at once.
+	SweepConcurrency = 4
+	// heldSlack is waited past a lease's end before trying again, so the
+	// store's clock and ours need not agree to the millisecond.
+	heldSlack = 250 * time.Millisecond
+	// handleTries bounds Handle's loop over held leases.
+	handleTries = 3
+)
+
+// Handle delivers ticket id if it can be attempted now, and otherwise makes
+// sure it will be: a delivery held by another attempt is waited for when
+// that lease ends within ctx's time, and is otherwise scheduled in the
+// sweep's index for when it ends, so a worker that died holding it does not
+// strand it. The stream path and the local runner use it for every ticket
+// they are told of.
+func (w *Worker) Handle(ctx context.Context, id string) (Report, error) {
+	var rep Report
+	for range handleTries {
+		var err error
+		rep, err = w.Deliver(ctx, id)
+		if err != nil || rep.Outcome != OutcomeHeld {
+			return rep, err
+		}
+		wake := rep.HeldUntil.Add(heldSlack)
+		wait := wake.Sub(w.now())
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+w.Policy.LeaseFor() {
+			// No time to wait for it and then attempt: leave it to the
+			// sweep, due when the lease ends.
+			err := w.Store.Defer(ctx, id, rep.HeldBy, wake)
+			if errors.Is(err, ErrLeaseLost) {
+				continue // it finished or changed hands meanwhile: look again
+			}
+			return rep, err
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// SweepReport says what one sweep did.
+type SweepReport struct {
+	// Due is how many due deliveries were found; Outcomes counts what
+	// handling them did, by outcome.
+	Due      int
+	Outcomes map[string]int
+	Backlog  Backlog
+}
+
+// Sweep handles every delivery whose retry is due, then measures the
+// backlog. It stops early, leaving the rest to the next sweep, when ctx
+// has too little time left for another attempt.
+func (w *Worker) Sweep(ctx context.Context) (SweepReport, error) {
+	rep := SweepReport{Outcomes: map[string]int{}}
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, SweepConcurrency)
+	var wg sync.WaitGroup
+	now := w.now()
+	cursor := ""
+sweep:
+	for {
+		ids, next, err := w.Store.Due(ctx, now, cursor, SweepPage)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		for _, id := range ids {
+			if !w.timeFor(ctx) {
+				break sweep
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				r, err := w.Handle(ctx, id)
+				mu.Lock()
+				defer mu.Unlock()
+				rep.Due++
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				rep.Outcomes[r.Outcome]++
+			}()
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	wg.Wait()
+	b, err := w.backlog(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		rep.Backlog = b
+		if w.Metrics != nil {
+			w.Metrics.Backlog(b)
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// timeFor reports whether ctx leaves time for one more attempt.
+func (w *Worker) timeFor(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > w.Policy.LeaseFor()
+}
+
+func (w *Worker) backlog(ctx context.Context) (Backlog, error) {
+	var b Backlog
+	n, oldest, err := w.Store.Pending(ctx, Queued)
+	if err != nil {
+		return b, err
+	}
+	b.Queued = n
+	if n > 0 {
+		b.OldestQueued = max(0, w.now().Sub(oldest))
+	}
+	if b.Uncertain, _, err = w.Store.Pending(ctx, Uncertain); err != nil {
+		return b, err
+	}
+	if b.Failed, _, err = w.Store.Pending(ctx, Failed); err != nil {
+		return b, err
+	}
+	return b, nil
+}

@@ -1,0 +1,435 @@
+package delivery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// Store is what a Worker needs from storage. The dynamo package implements
+// it; every method is one conditional request, so two workers, the stream
+// path and the sweep, or a worker and an operator never both act on one
+// delivery.
+type Store interface {
+	// Lease takes the delivery of ticket id for one attempt by owner,
+	// until until, when it is queued, due at now (no next attempt time, or
+	// one not after now) and held by no live lease. It returns the ticket
+	// and the delivery as they were just before the lease; the store has
+	// counted the attempt, set FirstSent if it was unset, and recorded the
+	// lease. When the delivery cannot be leased it returns a *NotLeasable.
+	Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, Record, error)
+	// Finish records r as the delivery of ticket id and releases owner's
+	// lease, only while owner still holds it; otherwise ErrLeaseLost.
+	Finish(ctx context.Context, id, owner string, r Record) error
+	// Defer schedules the delivery of ticket id for at, while owner's lease
+	// (someone else's attempt) still holds it, so that the sweep takes it
+	// up if that attempt never records a result; ErrLeaseLost when owner no
+	// longer holds it.
+	Defer(ctx context.Context, id, owner string, at time.Time) error
+	// Due returns up to limit ids of queued tickets whose next attempt is
+	// due at now, oldest first, from the position cursor ("" for the
+	// start); next is "" after the last page.
+	Due(ctx context.Context, now time.Time, cursor string, limit int) (ids []string, next string, err error)
+	// Pending counts the deliveries waiting in state s (queued with a
+	// retry scheduled, failed or uncertain) and returns the time the oldest
+	// entered it.
+	Pending(ctx context.Context, s State) (n int, oldest time.Time, err error)
+}
+
+// NotLeasable is the error Store.Lease returns when the delivery cannot be
+// leased now.
+type NotLeasable struct {
+	// Found is false when there is no such ticket.
+	Found bool
+	// Record is the delivery as the store holds it; a zero State means
+	// the ticket has no delivery (no destination was configured).
+	Record Record
+}
+
+func (e *NotLeasable) Error() string {
+	if !e.Found {
+		return "delivery: no such ticket"
+	}
+	return fmt.Sprintf("delivery: not leasable (state %q)", e.Record.State)
+}
+
+// ErrLeaseLost is returned by Store.Finish and Store.Defer when the lease
+// named is no longer the one holding the delivery.
+var ErrLeaseLost = errors.New("delivery: lease lost")
+
+// Observer receives the worker's measurements, for metrics.
+type Observer interface {
+	// Attempt is called once per attempt: its outcome (one of the
+	// Outcome* names), the destination's last HTTP status (0 for none),
+	// how long the attempt took, and for a delivered ticket the time from
+	// the ticket's creation to its delivery. auth is true when the
+	// destination refused the credentials.
+	Attempt(outcome string, status int, took, latency time.Duration, auth bool)
+	// Backlog is called by Sweep with what waits.
+	Backlog(b Backlog)
+}
+
+// Backlog is what waits for the sweep or for a person.
+type Backlog struct {
+	// Queued counts queued tickets with a retry scheduled; OldestQueued is
+	// how long the oldest of them has been waiting.
+	Queued       int
+	OldestQueued time.Duration
+	Uncertain    int
+	Failed       int
+}
+
+// Outcomes of one call to Deliver, as logged and counted.
+const (
+	OutcomeDelivered = "delivered"
+	OutcomeRetried   = "retried"
+	OutcomeFailed    = "failed"
+	OutcomeUncertain = "uncertain"
+	// OutcomeLost: the attempt ran but its lease had been taken over (or
+	// settled by an operator) before it could record what happened.
+	OutcomeLost = "lost"
+	// OutcomeHeld: another attempt holds a live lease.
+	OutcomeHeld = "held"
+	// OutcomeNotDue: a retry is scheduled for later.
+	OutcomeNotDue = "not_due"
+	// OutcomeSkipped: nothing to do (delivered, settled, no delivery, no
+	// such ticket).
+	OutcomeSkipped = "skipped"
+)
+
+// AttemptOutcomes are the outcomes Observer.Attempt receives.
+var AttemptOutcomes = []string{OutcomeDelivered, OutcomeRetried, OutcomeFailed, OutcomeUncertain, OutcomeLost}
+
+// Report says what one call to Deliver did.
+type Report struct {
+	Outcome string
+	// State is the delivery's state afterwards, as far as this call knows.
+	State   State
+	Attempt int
+	// Status and Code are what the destination's last answer established.
+	Status int
+	Code   string
+	// NextAt is the next attempt's time, for a retry.
+	NextAt time.Time
+	// HeldBy and HeldUntil name the live lease, for OutcomeHeld.
+	HeldBy    string
+	HeldUntil time.Time
+	Receipt   Receipt
+}
+
+// Worker delivers queued tickets. Its fields are set once before use; it is
+// safe for concurrent use.
+type Worker struct {
+	Store       Store
+	Destination Destination
+	Policy      Policy
+	// Logger gets one line per attempt: ticket id, attempt, outcome, the
+	// destination's status and cause code. Never the ticket's text, the
+	// key's credentials or the destination's words. Nil logs nothing.
+	Logger  *slog.Logger
+	Metrics Observer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Rand draws the jitter of a backoff, in [0, n); nil means math/rand/v2.
+	Rand func(n int64) int64
+}
+
+func (w *Worker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *Worker) jitter(attempt int) time.Duration {
+	if w.Rand != nil {
+		return w.Policy.backoff(attempt, w.Rand)
+	}
+	return w.Policy.backoff(attempt, mrand.Int64N)
+}
+
+// newOwner names one attempt.
+func newOwner() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Deliver makes one attempt at delivering ticket id, if the delivery can be
+// leased now. The returned error is a store failure; every outcome of the
+// destination is in the Report.
+func (w *Worker) Deliver(ctx context.Context, id string) (Report, error) {
+	rep, _, err := w.deliver(ctx, id, 0)
+	return rep, err
+}
+
+// deliver is Deliver with the destination's requests bounded by budget
+// (when positive) besides the lease; it also returns the delivery as the
+// attempt recorded it.
+func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (Report, Record, error) {
+	start := w.now()
+	owner := newOwner()
+	until := start.Add(w.Policy.LeaseFor())
+	t, old, err := w.Store.Lease(ctx, id, owner, start, until)
+	var nl *NotLeasable
+	if errors.As(err, &nl) {
+		return w.notLeased(nl, start), nl.Record, nil
+	}
+	if err != nil {
+		return Report{}, Record{}, err
+	}
+	rec := takeLease(old, owner, start, until)
+	// The requests must be over before the lease ends. Durations, not
+	// instants: the Worker's clock need not be the context's.
+	left := until.Add(-LeaseMargin).Sub(start)
+	if budget > 0 && budget < left {
+		left = budget
+	}
+	actx, cancel := context.WithTimeout(ctx, left)
+	next, rep := w.attempt(actx, t, rec)
+	cancel()
+	rep.Attempt = next.Attempts
+	next.LeaseOwner, next.LeaseUntil = "", time.Time{}
+	err = w.Store.Finish(ctx, id, owner, next)
+	took := w.now().Sub(start)
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		rep.Outcome = OutcomeLost
+	case err != nil:
+		// The lease expires; the next attempt treats this one as one that
+		// may have created the ticket, which is what it is.
+		w.log(ctx, id, rep, took, err)
+		return rep, next, err
+	}
+	var latency time.Duration
+	if rep.Outcome == OutcomeDelivered {
+		latency = next.DeliveredAt.Sub(t.CreatedAt)
+	}
+	if w.Metrics != nil {
+		w.Metrics.Attempt(rep.Outcome, rep.Status, took, latency, rep.Code == CodeUnauthorized)
+	}
+	w.log(ctx, id, rep, took, nil)
+	return rep, next, nil
+}
+
+// CodeUnauthorized is the Result.Code adapters give a 401 or 403.
+const CodeUnauthorized = "unauthorized"
+
+// takeLease is the delivery as the store holds it once Lease succeeded over
+// old: the attempt counted, the key's first use stamped, and an earlier
+// attempt that died holding the lease counted as one that may have sent.
+func takeLease(old Record, owner string, now, until time.Time) Record {
+	r := old
+	r.Attempts++
+	if r.FirstSent.IsZero() {
+		r.FirstSent = now
+	}
+	if old.LeaseOwner != "" {
+		// Its worker died after the lease: it may have sent the ticket,
+		// at the latest when its lease ended.
+		r.MaybeSent = true
+		if old.LeaseUntil.After(r.LastSent) {
+			r.LastSent = old.LeaseUntil
+		}
+	}
+	r.LeaseOwner, r.LeaseUntil = owner, until
+	r.Version++
+	return r
+}
+
+func (w *Worker) notLeased(nl *NotLeasable, now time.Time) Report {
+	r := nl.Record
+	switch {
+	case !nl.Found || r.State == "" || r.State != Queued:
+		return Report{Outcome: OutcomeSkipped, State: r.State, Receipt: r.Receipt}
+	case r.Leased(now):
+		return Report{Outcome: OutcomeHeld, State: Queued, HeldBy: r.LeaseOwner, HeldUntil: r.LeaseUntil}
+	default:
+		return Report{Outcome: OutcomeNotDue, State: Queued, NextAt: r.NextAt}
+	}
+}
+
+// attempt runs the leased attempt: at most a lookup and a create.
+func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Record, Report) {
+	caps := w.Destination.Capabilities()
+	for range 2 {
+		now := w.now()
+		st, at, final, code := plan(&rec, caps, w.Policy, t.CreatedAt, now)
+		switch st {
+		case stepStop:
+			return w.end(rec, final, Result{Code: code}, now)
+		case stepWait:
+			return w.schedule(rec, at, Result{Code: code})
+		case stepLookup:
+			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Lookup(ctx, t.ID) })
+			switch res.Outcome {
+			case Found:
+				return w.delivered(rec, res, w.now())
+			case Absent:
+				// Past the settle delay, a miss is an answer: no earlier
+				// request created it.
+				rec.MaybeSent = false
+				rec.LastCode, rec.LastStatus = "absent", res.Status
+				continue
+			default:
+				return w.retry(rec, res, t.CreatedAt, true)
+			}
+		case stepSend:
+			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Create(ctx, rec.Key, t) })
+			return w.afterSend(rec, res, t.CreatedAt)
+		}
+	}
+	// Unreachable: a confirmed absence clears MaybeSent, after which plan
+	// only sends or stops.
+	return w.end(rec, Uncertain, Result{Code: "internal"}, w.now())
+}
+
+// call runs one request to the destination within Policy.Timeout.
+func (w *Worker) call(ctx context.Context, f func(context.Context) Result) Result {
+	rctx, cancel := context.WithTimeout(ctx, w.Policy.Timeout)
+	defer cancel()
+	return f(rctx)
+}
+
+// CodeRefused is the LastCode of a refusal that came after a request that
+// may have created the ticket: only a lookup can tell which one counts.
+const CodeRefused = "refused"
+
+func (w *Worker) afterSend(rec Record, res Result, created time.Time) (Record, Report) {
+	now := w.now()
+	caps := w.Destination.Capabilities()
+	switch res.Outcome {
+	case Created:
+		return w.delivered(rec, res, now)
+	case Refused:
+		if !rec.MaybeSent {
+			return w.end(rec, Failed, res, now)
+		}
+		// An earlier request may have made the ticket; this refusal does
+		// not say it did not.
+		if caps.Lookup {
+			res.Code = CodeRefused
+			return w.schedule(rec, laterOf(now, rec.LastSent.Add(caps.SettleDelay)), res)
+		}
+		return w.end(rec, Uncertain, res, now)
+	case Ambiguous:
+		rec.MaybeSent = true
+		rec.LastSent = now
+		next := now.Add(max(w.jitter(rec.Attempts), res.RetryAfter))
+		switch {
+		case w.more(rec, next, created) && insideWindow(&rec, caps, w.Policy, next):
+			return w.schedule(rec, next, res)
+		case caps.Lookup && rec.Attempts <= w.Policy.MaxAttempts:
+			return w.schedule(rec, laterOf(next, now.Add(caps.SettleDelay)), res)
+		default:
+			return w.end(rec, Uncertain, res, now)
+		}
+	default: // Unavailable, or an adapter's zero Result
+		return w.retry(rec, res, created, false)
+	}
+}
+
+// more reports whether another attempt is allowed at next.
+func (w *Worker) more(rec Record, next, created time.Time) bool {
+	return rec.Attempts < w.Policy.MaxAttempts && next.Sub(created) <= w.Policy.MaxAge
+}
+
+// retry schedules another attempt after a request that changed nothing,
+// or ends the delivery when none is allowed: failed when no request may
+// have created the ticket, uncertain when one may have and it cannot be
+// looked up once more.
+func (w *Worker) retry(rec Record, res Result, created time.Time, wasLookup bool) (Record, Report) {
+	now := w.now()
+	next := now.Add(max(w.jitter(rec.Attempts), res.RetryAfter))
+	caps := w.Destination.Capabilities()
+	switch {
+	case w.more(rec, next, created):
+		return w.schedule(rec, next, res)
+	case !rec.MaybeSent:
+		return w.end(rec, Failed, res, now)
+	case caps.Lookup && !wasLookup && rec.Attempts <= w.Policy.MaxAttempts:
+		// One lookup past the budget settles a ticket that may exist.
+		return w.schedule(rec, laterOf(next, rec.LastSent.Add(caps.SettleDelay)), res)
+	default:
+		return w.end(rec, Uncertain, res, now)
+	}
+}
+
+func (w *Worker) schedule(rec Record, at time.Time, res Result) (Record, Report) {
+	rec.State = Queued
+	rec.NextAt = at
+	if rec.Since.IsZero() {
+		rec.Since = at
+	}
+	rec.LastCode, rec.LastStatus = res.Code, res.Status
+	return rec, Report{Outcome: OutcomeRetried, State: Queued, Status: res.Status, Code: res.Code, NextAt: at}
+}
+
+func (w *Worker) end(rec Record, s State, res Result, now time.Time) (Record, Report) {
+	rec.State = s
+	rec.NextAt = time.Time{}
+	rec.Since = now
+	rec.LastCode, rec.LastStatus = res.Code, res.Status
+	if res.Reason != "" {
+		rec.Reason = res.Reason
+	}
+	outcome := OutcomeFailed
+	if s == Uncertain {
+		outcome = OutcomeUncertain
+	}
+	return rec, Report{Outcome: outcome, State: s, Status: res.Status, Code: res.Code}
+}
+
+func (w *Worker) delivered(rec Record, res Result, now time.Time) (Record, Report) {
+	rec.State = Delivered
+	rec.NextAt = time.Time{}
+	rec.Since, rec.DeliveredAt = now, now
+	rec.Receipt = res.Receipt
+	rec.LastCode, rec.LastStatus = "", res.Status
+	rec.Reason = ""
+	return rec, Report{Outcome: OutcomeDelivered, State: Delivered, Status: res.Status, Receipt: res.Receipt}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func (w *Worker) log(ctx context.Context, id string, rep Report, took time.Duration, err error) {
+	if w.Logger == nil {
+		return
+	}
+	level := slog.LevelInfo
+	attrs := []slog.Attr{
+		slog.String("ticket_id", id),
+		slog.Int("attempt", rep.Attempt),
+		slog.String("outcome", rep.Outcome),
+		slog.String("state", string(rep.State)),
+		slog.String("destination", w.Destination.Name()),
+		slog.Int("status", rep.Status),
+		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+	}
+	if rep.Code != "" {
+		attrs = append(attrs, slog.String("code", rep.Code))
+	}
+	if !rep.NextAt.IsZero() {
+		attrs = append(attrs, slog.String("next_at", rep.NextAt.UTC().Format(time.RFC3339)))
+	}
+	if err != nil {
+		level = slog.LevelError
+		attrs = append(attrs, slog.String("cause", err.Error()))
+	}
+	if rep.Outcome == OutcomeUncertain || rep.Outcome == OutcomeFailed || rep.Outcome == OutcomeLost {
+		level = max(level, slog.LevelWarn)
+	}
+	w.Logger.LogAttrs(ctx, level, "delivery", attrs...)
+}

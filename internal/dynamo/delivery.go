@@ -1,0 +1,437 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// The outbox: a ticket item written with a destination configured carries
+// its delivery state in these attributes. Times are unix milliseconds.
+const (
+	attrDelivery    = "delivery"
+	attrDest        = "dest"
+	attrDestKey     = "dkey"
+	attrAttempts    = "attempts"
+	attrLeaseOwner  = "lease_owner"
+	attrLeaseUntil  = "lease_until"
+	attrMaybeSent   = "maybe_sent"
+	attrFirstSent   = "first_sent"
+	attrLastSent    = "last_sent"
+	attrNextAt      = "next_at"
+	attrSince       = "since"
+	attrLastCode    = "last_code"
+	attrLastStatus  = "last_status"
+	attrReason      = "reason"
+	attrDestID      = "dest_id"
+	attrDestURL     = "dest_url"
+	attrDeliveredAt = "delivered_at"
+	attrVersion     = "dver"
+	attrAudit       = "audit"
+)
+
+// indexTimeLayout writes times as strings of one width, so that their order
+// as strings is their order in time (minidyn orders index keys as strings).
+const indexTimeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func indexTime(t time.Time) string { return t.UTC().Format(indexTimeLayout) }
+
+func msAV(t time.Time) types.AttributeValue {
+	if t.IsZero() {
+		return numAV(0)
+	}
+	return numAV(t.UnixMilli())
+}
+
+func boolAV(b bool) types.AttributeValue { return &types.AttributeValueMemberBOOL{Value: b} }
+
+// inAttention returns the attention index entry of r: the state it is
+// listed under, or "" when it is not listed.
+func inAttention(r *delivery.Record) delivery.State {
+	switch {
+	case r.State == delivery.Queued && !r.NextAt.IsZero():
+		return delivery.Queued
+	case r.State.NeedsPerson():
+		return r.State
+	}
+	return ""
+}
+
+// addDelivery writes the delivery of a new ticket into its item.
+func addDelivery(item map[string]types.AttributeValue, r *delivery.Record) {
+	item[attrDelivery] = strAV(string(r.State))
+	item[attrDest] = strAV(r.Destination)
+	item[attrDestKey] = strAV(r.Key)
+	item[attrAttempts] = numAV(int64(r.Attempts))
+	item[attrSince] = msAV(r.Since)
+	item[attrVersion] = numAV(r.Version)
+	if s := inAttention(r); s != "" {
+		item[attrAttention] = strAV(string(s))
+		item[attrAttentionAt] = strAV(indexTime(r.Since))
+		item[attrNextAt] = msAV(r.NextAt)
+	}
+}
+
+func (d *decoder) ms(name string) time.Time {
+	n := d.num(name)
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
+func (d *decoder) num(name string) int64 {
+	switch v := d.item[name].(type) {
+	case *types.AttributeValueMemberN:
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil && d.err == nil {
+			d.err = fmt.Errorf("dynamo: %s is not an integer", name)
+		}
+		return n
+	case nil:
+		return 0
+	default:
+		if d.err == nil {
+			d.err = fmt.Errorf("dynamo: %s is not a number", name)
+		}
+		return 0
+	}
+}
+
+func (d *decoder) boolean(name string) bool {
+	b, _ := d.item[name].(*types.AttributeValueMemberBOOL)
+	return b != nil && b.Value
+}
+
+// decodeDelivery reads the delivery of a ticket item; nil when the ticket
+// has none (it was created without a destination).
+func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, error) {
+	if _, ok := item[attrDelivery]; !ok {
+		return nil, nil
+	}
+	d := decoder{item: item}
+	r := &delivery.Record{
+		State:       delivery.State(d.str(attrDelivery, true)),
+		Destination: d.str(attrDest, false),
+		Key:         d.str(attrDestKey, false),
+		Attempts:    int(d.num(attrAttempts)),
+		LeaseOwner:  d.str(attrLeaseOwner, false),
+		LeaseUntil:  d.ms(attrLeaseUntil),
+		MaybeSent:   d.boolean(attrMaybeSent),
+		FirstSent:   d.ms(attrFirstSent),
+		LastSent:    d.ms(attrLastSent),
+		NextAt:      d.ms(attrNextAt),
+		Since:       d.ms(attrSince),
+		LastCode:    d.str(attrLastCode, false),
+		LastStatus:  int(d.num(attrLastStatus)),
+		Reason:      d.str(attrReason, false),
+		Receipt:     delivery.Receipt{ID: d.str(attrDestID, false), URL: d.str(attrDestURL, false)},
+		DeliveredAt: d.ms(attrDeliveredAt),
+		Version:     d.num(attrVersion),
+	}
+	if l, ok := item[attrAudit].(*types.AttributeValueMemberL); ok {
+		for _, e := range l.Value {
+			m, ok := e.(*types.AttributeValueMemberM)
+			if !ok {
+				continue
+			}
+			ad := decoder{item: m.Value}
+			r.Audit = append(r.Audit, delivery.Decision{
+				Who: ad.str("who", false), At: ad.ms("at"), Action: ad.str("action", false),
+				Reason: ad.str("reason", false), From: delivery.State(ad.str("from", false)),
+				To: delivery.State(ad.str("to", false)),
+				Receipt: delivery.Receipt{ID: ad.str("dest_id", false), URL: ad.str("dest_url", false)},
+			})
+		}
+	}
+	if d.err == nil && !r.State.Valid() {
+		d.err = fmt.Errorf("dynamo: ticket has delivery state %q", r.State)
+	}
+	return r, d.err
+}
+
+// Lease implements delivery.Store: one conditional UpdateItem that returns
+// the ticket as it was, or, when the condition fails, the reason with the
+// item DynamoDB returns beside the failure.
+func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, delivery.Record, error) {
+	in := &dynamodb.UpdateItemInput{
+		TableName:           &s.table,
+		Key:                 ticketKey(id),
+		ConditionExpression: aws.String("#d = :queued AND (attribute_not_exists(#lu) OR #lu < :now) AND (attribute_not_exists(#na) OR #na <= :now)"),
+		UpdateExpression:    aws.String("SET #lo = :owner, #lu = :until, #att = if_not_exists(#att, :zero) + :one, #fs = if_not_exists(#fs, :now), #dv = if_not_exists(#dv, :zero) + :one"),
+		ExpressionAttributeNames: map[string]string{
+			"#d": attrDelivery, "#lu": attrLeaseUntil, "#na": attrNextAt, "#lo": attrLeaseOwner,
+			"#att": attrAttempts, "#fs": attrFirstSent, "#dv": attrVersion,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":until": msAV(until),
+			":owner": strAV(owner), ":zero": numAV(0), ":one": numAV(1),
+		},
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	var out *dynamodb.UpdateItemOutput
+	err := s.retry(ctx, func() (err error) {
+		out, err = s.api.UpdateItem(ctx, in)
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ticket.Ticket{}, delivery.Record{}, s.notLeasable(ctx, ccf.Item, id)
+	}
+	if err != nil {
+		return ticket.Ticket{}, delivery.Record{}, err
+	}
+	t, err := decodeTicket(out.Attributes)
+	if err != nil {
+		return ticket.Ticket{}, delivery.Record{}, err
+	}
+	r, err := decodeDelivery(out.Attributes)
+	if err != nil || r == nil {
+		return ticket.Ticket{}, delivery.Record{}, errors.Join(err, fmt.Errorf("dynamo: leased ticket %s has no delivery", id))
+	}
+	return t, *r, nil
+}
+
+// notLeasable builds Lease's refusal from the item returned with the failed
+// condition, reading it when the store did not return it.
+func (s *Store) notLeasable(ctx context.Context, item map[string]types.AttributeValue, id string) error {
+	if len(item) == 0 {
+		got, err := s.get(ctx, ticketKey(id))
+		if err != nil {
+			return err
+		}
+		item = got
+	}
+	if len(item) == 0 {
+		return &delivery.NotLeasable{}
+	}
+	r, err := decodeDelivery(item)
+	if err != nil {
+		return err
+	}
+	nl := &delivery.NotLeasable{Found: true}
+	if r != nil {
+		nl.Record = *r
+	}
+	return nl
+}
+
+// Finish implements delivery.Store: one UpdateItem conditional on owner's
+// lease, which also moves the ticket into or out of the attention index.
+func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record) error {
+	names := map[string]string{
+		"#d": attrDelivery, "#lo": attrLeaseOwner, "#lu": attrLeaseUntil, "#ms": attrMaybeSent,
+		"#ls": attrLastSent, "#na": attrNextAt, "#since": attrSince, "#lc": attrLastCode,
+		"#lst": attrLastStatus, "#dv": attrVersion,
+	}
+	values := map[string]types.AttributeValue{
+		":owner": strAV(owner), ":state": strAV(string(r.State)), ":none": strAV(""), ":zero": numAV(0),
+		":ms": boolAV(r.MaybeSent), ":ls": msAV(r.LastSent), ":na": msAV(r.NextAt), ":since": msAV(r.Since),
+		":lc": strAV(r.LastCode), ":lst": numAV(int64(r.LastStatus)), ":one": numAV(1),
+	}
+	set := "SET #d = :state, #lo = :none, #lu = :zero, #ms = :ms, #ls = :ls, #na = :na, #since = :since, #lc = :lc, #lst = :lst, #dv = #dv + :one"
+	if r.Reason != "" {
+		names["#reason"], values[":reason"] = attrReason, strAV(r.Reason)
+		set += ", #reason = :reason"
+	}
+	if r.State == delivery.Delivered {
+		names["#did"], names["#durl"], names["#dat"] = attrDestID, attrDestURL, attrDeliveredAt
+		values[":did"], values[":durl"], values[":dat"] = strAV(r.Receipt.ID), strAV(r.Receipt.URL), msAV(r.DeliveredAt)
+		set += ", #did = :did, #durl = :durl, #dat = :dat"
+	}
+	expr := set + attentionUpdate(&r, names, values)
+	err := s.retry(ctx, func() error {
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: ticketKey(id),
+			ConditionExpression:       aws.String("#lo = :owner"),
+			UpdateExpression:          aws.String(expr),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return delivery.ErrLeaseLost
+	}
+	return err
+}
+
+// attentionUpdate returns the clause that lists r in the attention index
+// (appended to a SET clause) or takes it out (a REMOVE clause).
+func attentionUpdate(r *delivery.Record, names map[string]string, values map[string]types.AttributeValue) string {
+	names["#attn"], names["#attnat"] = attrAttention, attrAttentionAt
+	if st := inAttention(r); st != "" {
+		values[":attn"], values[":attnat"] = strAV(string(st)), strAV(indexTime(r.Since))
+		return ", #attn = :attn, #attnat = :attnat"
+	}
+	return " REMOVE #attn, #attnat"
+}
+
+// Defer implements delivery.Store.
+func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error {
+	err := s.retry(ctx, func() error {
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: ticketKey(id),
+			ConditionExpression: aws.String("#d = :queued AND #lo = :owner"),
+			UpdateExpression:    aws.String("SET #na = :at, #attn = :queued, #attnat = :attnat, #dv = #dv + :one"),
+			ExpressionAttributeNames: map[string]string{
+				"#d": attrDelivery, "#lo": attrLeaseOwner, "#na": attrNextAt,
+				"#attn": attrAttention, "#attnat": attrAttentionAt, "#dv": attrVersion,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":queued": strAV(string(delivery.Queued)), ":owner": strAV(owner), ":at": msAV(at),
+				":attnat": strAV(indexTime(s.Now())), ":one": numAV(1),
+			},
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return delivery.ErrLeaseLost
+	}
+	return err
+}
+
+// Due implements delivery.Store: a Query of the attention index.
+func (s *Store) Due(ctx context.Context, now time.Time, cursor string, limit int) ([]string, string, error) {
+	start, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.table,
+		IndexName:                 aws.String(AttentionIndex),
+		KeyConditionExpression:    aws.String("#attn = :queued"),
+		FilterExpression:          aws.String("#na <= :now"),
+		ExpressionAttributeNames:  map[string]string{"#attn": attrAttention, "#na": attrNextAt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":queued": strAV(string(delivery.Queued)), ":now": msAV(now)},
+		Limit:                     aws.Int32(int32(limit)),
+		ExclusiveStartKey:         start,
+	}
+	var out *dynamodb.QueryOutput
+	err = s.retry(ctx, func() (err error) {
+		out, err = s.api.Query(ctx, in)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	ids := make([]string, 0, len(out.Items))
+	for _, item := range out.Items {
+		if id := ticketIDOf(item); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	next, err := encodeCursor(out.LastEvaluatedKey)
+	return ids, next, err
+}
+
+// Pending implements delivery.Store by reading the attention index.
+func (s *Store) Pending(ctx context.Context, st delivery.State) (int, time.Time, error) {
+	var n int
+	var oldest time.Time
+	var start map[string]types.AttributeValue
+	for {
+		in := &dynamodb.QueryInput{
+			TableName:                 &s.table,
+			IndexName:                 aws.String(AttentionIndex),
+			KeyConditionExpression:    aws.String("#attn = :s"),
+			ExpressionAttributeNames:  map[string]string{"#attn": attrAttention},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": strAV(string(st))},
+			ExclusiveStartKey:         start,
+		}
+		var out *dynamodb.QueryOutput
+		err := s.retry(ctx, func() (err error) {
+			out, err = s.api.Query(ctx, in)
+			return err
+		})
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		for _, item := range out.Items {
+			at, ok := item[attrAttentionAt].(*types.AttributeValueMemberS)
+			if !ok {
+				continue
+			}
+			n++
+			if t, err := time.Parse(indexTimeLayout, at.Value); err == nil && (oldest.IsZero() || t.Before(oldest)) {
+				oldest = t
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return n, oldest, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// Delivery reads the delivery of ticket id; nil when the ticket has none or
+// does not exist.
+func (s *Store) Delivery(ctx context.Context, id string) (*delivery.Record, error) {
+	item, err := s.get(ctx, ticketKey(id))
+	if err != nil || item == nil {
+		return nil, err
+	}
+	return decodeDelivery(item)
+}
+
+func ticketIDOf(item map[string]types.AttributeValue) string {
+	k, ok := item[PartitionKey].(*types.AttributeValueMemberS)
+	if !ok || len(k.Value) <= len(ticketPrefix) || k.Value[:len(ticketPrefix)] != ticketPrefix {
+		return ""
+	}
+	return k.Value[len(ticketPrefix):]
+}
+
+// A cursor is a page's LastEvaluatedKey, which for an index query holds only
+// string attributes, as base64 of JSON.
+func encodeCursor(key map[string]types.AttributeValue) (string, error) {
+	if len(key) == 0 {
+		return "", nil
+	}
+	m := make(map[string]string, len(key))
+	for k, v := range key {
+		s, ok := v.(*types.AttributeValueMemberS)
+		if !ok {
+			return "", fmt.Errorf("dynamo: page key %s is not a string", k)
+		}
+		m[k] = s.Value
+	}
+	b, err := json.Marshal(m)
+	return base64.RawURLEncoding.EncodeToString(b), err
+}
+
+// ErrBadCursor is returned for a page cursor this package did not make.
+var ErrBadCursor = errors.New("dynamo: malformed page cursor")
+
+func decodeCursor(c string) (map[string]types.AttributeValue, error) {
+	if c == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return nil, ErrBadCursor
+	}
+	var m map[string]string
+	if json.Unmarshal(b, &m) != nil || len(m) == 0 {
+		return nil, ErrBadCursor
+	}
+	out := make(map[string]types.AttributeValue, len(m))
+	for k, v := range m {
+		out[k] = strAV(v)
+	}
+	return out, nil
+}
