@@ -516,7 +516,7 @@ func created(t *testing.T, env *dynamotest.Env, u identity.User, key, requestID,
 	}
 	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Cannot sign in", Description: description,
 		Priority: "normal", CreatedAt: at, OperationKey: key, RequestID: requestID}
-	if existing, err := dynamo.New(env.Client, env.Table).Create(context.Background(), rec, tk); err != nil || existing != nil {
+	if existing, err := dynamo.New(env.Client, env.Table).Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
 		t.Fatalf("Create = %v, %v", existing, err)
 	}
 	return tk

@@ -10,14 +10,12 @@ import (
 )
 
 // AdminAPI is the part of the DynamoDB client that Admin uses: the Store's
-// calls, and the queries, batch reads and conditional updates of
-// administration. *dynamodb.Client implements it. The deployed functions
-// never need these calls, so their role does not allow them.
+// calls and the batch reads of administration, which the deployed
+// functions never make (so their role does not allow them).
+// *dynamodb.Client implements it.
 type AdminAPI interface {
 	API
-	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 // Limits of administration reads.

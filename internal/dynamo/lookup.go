@@ -6,11 +6,6 @@ import (
 	"github.com/oncecall/oncecall/internal/canonjson"
 )
 
-// LookupTimeLayout is the form of a ticket's lk_sort: its creation time in
-// UTC with fixed width, so that LookupIndex, which orders sort keys as
-// strings, lists a request's tickets oldest first.
-const LookupTimeLayout = "2006-01-02T15:04:05.000000000Z"
-
 // Kinds of LookupIndex partition, the first member of lk.
 const (
 	lookupRequest = "request"
@@ -40,5 +35,7 @@ func requestLookup(tenant, requestID string) string {
 // tenantLookup is lk of tenant's users; their lk_sort is the user id.
 func tenantLookup(tenant string) string { return lookupKey(lookupTenant, tenant) }
 
-// lookupTime is a ticket's lk_sort.
-func lookupTime(t time.Time) string { return t.UTC().Format(LookupTimeLayout) }
+// lookupTime is a ticket's lk_sort: its creation time in the fixed-width
+// form of index times, so that LookupIndex lists a request's tickets
+// oldest first.
+func lookupTime(t time.Time) string { return indexTime(t) }
