@@ -19,7 +19,12 @@ const MaxKeyLength = 255
 
 // Header names.
 const (
+	// KeyHeader carries the idempotency key of a create.
 	KeyHeader = "Idempotency-Key"
+	// LookupHeader, on the answer to a create, says whether the
+	// destination knew the key ("hit": the earlier ticket is returned) or
+	// not ("miss"), as Zendesk answers.
+	LookupHeader = "X-Idempotency-Lookup"
 )
 
 // ParseURL checks a destination URL from configuration: absolute, http or

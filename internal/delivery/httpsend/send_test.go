@@ -26,14 +26,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // rawServer accepts connections on loopback and hands each to serve, which
 // reads and writes raw bytes: the faults a real HTTP server will not make.
-func rawServer(t *testing.T, serve func(n int, c net.Conn)) string {
+func rawServer(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	var n int
 	go func() {
 		defer close(done)
 		for {
@@ -41,8 +40,7 @@ func rawServer(t *testing.T, serve func(n int, c net.Conn)) string {
 			if err != nil {
 				return
 			}
-			n++
-			serve(n, c)
+			serve(c)
 		}
 	}()
 	t.Cleanup(func() { _ = ln.Close(); <-done })
@@ -91,28 +89,28 @@ func TestSendFailures(t *testing.T) {
 	refused := "http://" + ln.Addr().String()
 	_ = ln.Close()
 
-	resetAfterRead := rawServer(t, func(_ int, c net.Conn) {
+	resetAfterRead := rawServer(t, func(c net.Conn) {
 		_ = readRequest(c)
 		_ = c.(*net.TCPConn).SetLinger(0)
 		_ = c.Close()
 	})
-	closeAfterRead := rawServer(t, func(_ int, c net.Conn) {
+	closeAfterRead := rawServer(t, func(c net.Conn) {
 		_ = readRequest(c)
 		_ = c.Close()
 	})
-	hangAfterRead := rawServer(t, func(_ int, c net.Conn) {
+	hangAfterRead := rawServer(t, func(c net.Conn) {
 		_ = readRequest(c)
 		go func() { // hold the connection until the client gives up
 			_, _ = io.Copy(io.Discard, c)
 			_ = c.Close()
 		}()
 	})
-	resetEarly := rawServer(t, func(_ int, c net.Conn) {
+	resetEarly := rawServer(t, func(c net.Conn) {
 		_, _ = c.Read(make([]byte, 1024)) // the connection is made, the request has begun
 		_ = c.(*net.TCPConn).SetLinger(0)
 		_ = c.Close()
 	})
-	halfAnswer := rawServer(t, func(_ int, c net.Conn) {
+	halfAnswer := rawServer(t, func(c net.Conn) {
 		_ = readRequest(c)
 		_, _ = io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{\"id\":")
 		_ = c.Close()
@@ -144,7 +142,11 @@ func TestSendFailures(t *testing.T) {
 		{"no answer in time", hangAfterRead, nil, true, "timeout"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl := httpsend.New(500*time.Millisecond, false)
+			timeout := 5 * time.Second // a TLS handshake under the race detector is slow
+			if c.code == "timeout" {
+				timeout = 300 * time.Millisecond
+			}
+			cl := httpsend.New(timeout, false)
 			defer cl.CloseIdleConnections()
 			_, f := send(t, cl, post(t, c.target, c.body))
 			if f == nil {
@@ -216,7 +218,7 @@ func TestSendDoesNotFollowRedirects(t *testing.T) {
 func TestNoResendWithoutReuse(t *testing.T) {
 	for _, reuse := range []bool{true, false} {
 		var requests atomic.Int32
-		srv := rawServer(t, func(n int, c net.Conn) {
+		srv := rawServer(t, func(c net.Conn) {
 			go func() {
 				defer func() { _ = c.Close() }()
 				br := bufio.NewReader(c)
