@@ -185,8 +185,8 @@ func (r reference) receipt() (delivery.Receipt, bool) {
 		if json.Unmarshal(r.ID, &id) != nil {
 			return delivery.Receipt{}, false
 		}
-	} else if _, err := json.Number(id).Int64(); err != nil {
-		return delivery.Receipt{}, false // an object, a list, a boolean, a fraction
+	} else if strings.Trim(id, "0123456789") != "" {
+		return delivery.Receipt{}, false // an object, a list, a boolean, a fraction, a sign
 	}
 	return delivery.Receipt{ID: id, URL: r.URL}, true
 }

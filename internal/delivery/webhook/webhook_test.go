@@ -118,6 +118,8 @@ func TestLookupAnswers(t *testing.T) {
 		{`{"tickets":[]}`, delivery.Absent, "absent", ""},
 		{`{"tickets":[{"id":"HD-7","url":"https://hd.example/7"}]}`, delivery.Found, "found", "HD-7"},
 		{`{"tickets":[{"id":7}]}`, delivery.Found, "found", "7"},
+		{`{"tickets":[{"id":123456789012345678901234}]}`, delivery.Found, "found", "123456789012345678901234"},
+		{`{"tickets":[{"id":-7}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":[{"id":"a"},{"id":"b"}]}`, delivery.Found, "found_several", "a"},
 		{`{}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":null}`, delivery.Unavailable, "bad_answer", ""},
