@@ -27,8 +27,9 @@ const (
 	// looks the ticket up first.
 	DedupWindow = time.Hour
 	// SettleDelay is how long a lookup miss is not trusted after an
-	// ambiguous create: the list endpoint's consistency is not documented,
-	// and search takes "up to a few minutes".
+	// ambiguous create, unless Options say otherwise: the list endpoint's
+	// consistency is not documented, and search takes "up to a few
+	// minutes".
 	SettleDelay = 5 * time.Minute
 )
 
@@ -55,6 +56,10 @@ type Options struct {
 	// Timeout bounds each request (DESTINATION_TIMEOUT); zero means
 	// httpsend.DefaultTimeout.
 	Timeout time.Duration
+	// SettleDelay replaces the declared SettleDelay when positive
+	// (DESTINATION_SETTLE_DELAY), for an account whose lookups are known
+	// to lag more, or less.
+	SettleDelay time.Duration
 	// TenantField and RequesterField, when set, are the ids of custom
 	// ticket fields that receive oncecall's tenant id and user id. What
 	// has no field is written in a last line of the first comment.
@@ -105,8 +110,11 @@ func New(baseURL string, o Options) (*Destination, error) {
 		return nil, err
 	case auth == "" && !httpsend.Loopback(u.Hostname()):
 		return nil, errors.New("zendesk: credentials are required (only a loopback test helpdesk may go without)")
-	case o.Timeout < 0 || o.TenantField < 0 || o.RequesterField < 0 || o.RequesterID < 0:
-		return nil, errors.New("zendesk: the timeout and ids must not be negative")
+	case o.Timeout < 0 || o.SettleDelay < 0 || o.TenantField < 0 || o.RequesterField < 0 || o.RequesterID < 0:
+		return nil, errors.New("zendesk: the timeout, settle delay and ids must not be negative")
+	}
+	if o.SettleDelay == 0 {
+		o.SettleDelay = SettleDelay
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
@@ -116,9 +124,10 @@ func New(baseURL string, o Options) (*Destination, error) {
 // Name returns Name.
 func (d *Destination) Name() string { return Name }
 
-// Capabilities returns Zendesk's: DedupWindow, lookup, SettleDelay.
+// Capabilities returns Zendesk's: DedupWindow, lookup, and SettleDelay or
+// the one Options gave.
 func (d *Destination) Capabilities() delivery.Capabilities {
-	return delivery.Capabilities{DedupWindow: DedupWindow, Lookup: true, SettleDelay: SettleDelay}
+	return delivery.Capabilities{DedupWindow: DedupWindow, Lookup: true, SettleDelay: d.opts.SettleDelay}
 }
 
 // CloseIdleConnections closes kept-alive connections not in use.

@@ -60,6 +60,13 @@ func TestCapabilitiesAreZendesks(t *testing.T) {
 	if d.Capabilities().DedupWindow >= 2*time.Hour {
 		t.Fatal("the declared window must stay inside the 2 hours Zendesk is reported to keep keys")
 	}
+	d = newDest(t, hd, zendesk.Options{Credentials: creds, SettleDelay: 30 * time.Second})
+	if got := d.Capabilities(); got.SettleDelay != 30*time.Second || got.DedupWindow != time.Hour || !got.Lookup {
+		t.Fatalf("Capabilities with a settle delay = %+v", got)
+	}
+	if _, err := zendesk.New(hd.URL(), zendesk.Options{SettleDelay: -time.Second}); err == nil {
+		t.Fatal("a negative settle delay was accepted")
+	}
 }
 
 func TestTheTicketSent(t *testing.T) {
