@@ -1,0 +1,239 @@
+package httpsend
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/oncecall/oncecall/internal/delivery"
+)
+
+// Limits of what is accepted from a destination.
+const (
+	// MaxRetryAfter caps the wait a destination may ask for.
+	MaxRetryAfter = time.Hour
+	// MaxIDBytes bounds a destination's ticket id.
+	MaxIDBytes = 256
+	// MaxURLBytes bounds a destination's ticket URL; a longer one is dropped.
+	MaxURLBytes = 2048
+)
+
+// Result codes, safe to log: none quotes the ticket, a credential, a URL or
+// the destination's answer. A status without a name of its own is
+// "http_<status>" (StatusCode).
+const (
+	CodeCreated           = "created"
+	CodeReplayed          = "replayed" // the destination recognized the key and returned the earlier ticket
+	CodeFound             = "found"
+	CodeFoundSeveral      = "found_several" // more than one ticket has the external id
+	CodeAbsent            = "absent"
+	CodeUnauthorized      = "unauthorized" // 401
+	CodeForbidden         = "forbidden"    // 403
+	CodeNoID              = "no_id"        // a 200/201 without a usable ticket id
+	CodeBadAnswer         = "bad_answer"   // an answer not of the expected shape
+	CodeAnswerTooLarge    = "answer_too_large"
+	CodeAnswerLost        = "answer_lost"
+	CodeConnectionClosed  = "connection_closed" // the connection ended before a whole answer
+	CodeReset             = "reset"
+	CodeTimeout           = "timeout"
+	CodeCanceled          = "canceled"
+	CodeNotSent           = "not_sent" // a connection, but the request was not wholly written
+	CodeConnectionRefused = "connection_refused"
+	CodeDNS               = "dns"
+	CodeTLS               = "tls"
+	CodeConnectTimeout    = "connect_timeout"
+	CodeConnectFailed     = "connect_failed"
+	CodeBadRequest        = "bad_request"        // the request could not be built
+	CodeBadKey            = "bad_key"            // the idempotency key cannot be sent (CheckKey)
+	CodeLookupUnsupported = "lookup_unsupported" // Lookup on a destination without it
+)
+
+// StatusCode is the Code of an answer with status s.
+func StatusCode(s int) string {
+	switch s {
+	case http.StatusUnauthorized:
+		return CodeUnauthorized
+	case http.StatusForbidden:
+		return CodeForbidden
+	}
+	return "http_" + strconv.Itoa(s)
+}
+
+// FailureResult is the Result of a request that got no answer (err from
+// Send). A create that may have been received is Ambiguous; anything else
+// is Unavailable: nothing was sent, or (for a lookup) nothing was learned.
+func FailureResult(err error, create bool) delivery.Result {
+	var f *Failure
+	if !errors.As(err, &f) {
+		f = &Failure{Code: CodeBadRequest, err: err}
+	}
+	if create && f.MaybeSent {
+		return delivery.Result{Outcome: delivery.Ambiguous, Code: f.Code}
+	}
+	return delivery.Result{Outcome: delivery.Unavailable, Code: f.Code}
+}
+
+// CreateResult applies the rules every adapter shares to the answer to a
+// create. receipt reads the ticket from a 200 or 201 answer; dedup says
+// whether the destination deduplicates by Idempotency-Key.
+//
+//   - 200/201 with a usable id: Created. 2xx otherwise: Ambiguous.
+//   - 401, 403: Unavailable with Auth.
+//   - 408: Ambiguous. 409 (the same key still being processed):
+//     Unavailable when the destination deduplicates, else Ambiguous.
+//   - 429: Unavailable. 5xx: Ambiguous. Both carry RetryAfter.
+//   - 3xx: Ambiguous (a create may answer 303 See Other).
+//   - Other 4xx: Refused, with the destination's words in Reason.
+func CreateResult(a Answer, dedup bool, receipt func(Answer) (delivery.Receipt, bool)) delivery.Result {
+	r := delivery.Result{Status: a.Status, Code: StatusCode(a.Status), RetryAfter: RetryAfter(a.Header.Get("Retry-After"), time.Now())}
+	s := a.Status
+	switch {
+	case s == http.StatusOK || s == http.StatusCreated:
+		r.Outcome = delivery.Ambiguous
+		if a.BodyCode != "" {
+			r.Code = a.BodyCode
+			return r
+		}
+		rc, ok := receipt(a)
+		if ok {
+			rc, ok = CleanReceipt(rc)
+		}
+		if !ok {
+			r.Code = CodeNoID
+			return r
+		}
+		r.Outcome, r.Receipt, r.Code = delivery.Created, rc, CodeCreated
+	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		r.Outcome, r.Auth = delivery.Unavailable, true
+	case s == http.StatusTooManyRequests:
+		r.Outcome = delivery.Unavailable
+	case s == http.StatusConflict && dedup:
+		r.Outcome = delivery.Unavailable
+	case s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusConflict:
+		r.Outcome, r.Reason = delivery.Refused, Reason(a.Body)
+	default: // other 2xx, 3xx, 408, 409 without dedup, 5xx, anything else
+		r.Outcome = delivery.Ambiguous
+	}
+	return r
+}
+
+// LookupResult applies the shared rules to the answer to a lookup: a 200
+// whose tickets parse reads Found (the first) or Absent; anything else is
+// Unavailable, with Auth for 401 and 403.
+func LookupResult(a Answer, tickets func(Answer) ([]delivery.Receipt, bool)) delivery.Result {
+	r := delivery.Result{Outcome: delivery.Unavailable, Status: a.Status, Code: StatusCode(a.Status),
+		RetryAfter: RetryAfter(a.Header.Get("Retry-After"), time.Now())}
+	switch {
+	case a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden:
+		r.Auth = true
+		return r
+	case a.Status != http.StatusOK:
+		return r
+	case a.BodyCode != "":
+		r.Code = a.BodyCode
+		return r
+	}
+	found, ok := tickets(a)
+	if !ok {
+		r.Code = CodeBadAnswer
+		return r
+	}
+	if len(found) == 0 {
+		r.Outcome, r.Code = delivery.Absent, CodeAbsent
+		return r
+	}
+	rc, ok := CleanReceipt(found[0])
+	if !ok {
+		r.Code = CodeBadAnswer
+		return r
+	}
+	r.Outcome, r.Receipt, r.Code = delivery.Found, rc, CodeFound
+	if len(found) > 1 {
+		r.Code = CodeFoundSeveral
+	}
+	return r
+}
+
+// CleanReceipt checks a receipt read from a destination: the id must be 1
+// to MaxIDBytes of printable UTF-8; a URL that is not an absolute http or
+// https URL of at most MaxURLBytes is dropped.
+func CleanReceipt(rc delivery.Receipt) (delivery.Receipt, bool) {
+	rc.ID = strings.TrimSpace(rc.ID)
+	if rc.ID == "" || len(rc.ID) > MaxIDBytes || !printable(rc.ID) {
+		return delivery.Receipt{}, false
+	}
+	if rc.URL != "" {
+		u, err := url.Parse(rc.URL)
+		if len(rc.URL) > MaxURLBytes || !printable(rc.URL) || err != nil ||
+			(u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			rc.URL = ""
+		}
+	}
+	return rc, true
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// RetryAfter reads a Retry-After header value, delay-seconds or an
+// HTTP-date, as a wait from now: zero when absent, malformed or past, at
+// most MaxRetryAfter.
+func RetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > int64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter // digits only, too many of them
+		}
+		return time.Duration(n) * time.Second
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return min(max(t.Sub(now), 0), MaxRetryAfter)
+}
+
+// Reason is a destination's answer body as a refusal reason: valid UTF-8,
+// control characters and runs of white space turned into one space, clipped
+// to delivery.MaxReason bytes on a character boundary.
+func Reason(body []byte) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToValidUTF8(string(body), "\uFFFD") {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			space = b.Len() > 0
+			continue
+		}
+		n := utf8.RuneLen(r)
+		if space {
+			n++
+		}
+		if b.Len()+n > delivery.MaxReason {
+			break
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
