@@ -150,7 +150,7 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 			r.Audit = append(r.Audit, delivery.Decision{
 				Who: ad.str("who", false), At: ad.ms("at"), Action: ad.str("action", false),
 				Reason: ad.str("reason", false), From: delivery.State(ad.str("from", false)),
-				To: delivery.State(ad.str("to", false)),
+				To:      delivery.State(ad.str("to", false)),
 				Receipt: delivery.Receipt{ID: ad.str("dest_id", false), URL: ad.str("dest_url", false)},
 			})
 		}
@@ -311,6 +311,9 @@ func (s *Store) Due(ctx context.Context, now time.Time, cursor string, limit int
 	if err != nil {
 		return nil, "", err
 	}
+	if limit < 1 || limit > maxPage {
+		limit = maxPage
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                 &s.table,
 		IndexName:                 aws.String(AttentionIndex),
@@ -377,6 +380,9 @@ func (s *Store) Pending(ctx context.Context, st delivery.State) (int, time.Time,
 		start = out.LastEvaluatedKey
 	}
 }
+
+// maxPage bounds the items one index query returns.
+const maxPage = 1000
 
 // Delivery reads the delivery of ticket id; nil when the ticket has none or
 // does not exist.

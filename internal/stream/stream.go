@@ -57,7 +57,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		DetailType string            `json:"detail-type"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnknownEvent, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnknownEvent, err)
 	}
 	switch {
 	case probe.Records != nil:
