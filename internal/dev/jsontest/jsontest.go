@@ -5,8 +5,10 @@ package jsontest
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 )
 
@@ -70,10 +72,9 @@ func Scramble(dst *bytes.Buffer, v any, rng *rand.Rand) {
 		space()
 		dst.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
+		// Sorted first: map order is random per run, and the order must
+		// come from rng alone for a seed to replay it.
+		keys := slices.Sorted(maps.Keys(x))
 		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 		dst.WriteByte('{')
 		for i, k := range keys {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -96,10 +98,9 @@ func body(user, requestID, function string, args map[string]any, rng *rand.Rand)
 	b.WriteString(`{"type":"tool_call","function":{"name":`)
 	writeJSON(&b, function)
 	b.WriteString(`,"content":{`)
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
+	// Sorted first: map order is random per run, and the order must come
+	// from rng alone for a plan's seed to replay it.
+	keys := slices.Sorted(maps.Keys(args))
 	rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	for i, k := range keys {
 		if i > 0 {
