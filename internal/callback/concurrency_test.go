@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/dev/loadtest"
+	"github.com/oncecall/oncecall/internal/dev/suitetest"
 )
 
 // TestMixedConcurrentRun runs the mixed plan against the handler in this
@@ -17,7 +18,7 @@ import (
 func TestMixedConcurrentRun(t *testing.T) {
 	r := newRig(t)
 	const calls, ops = 400, 100
-	plan, err := loadtest.Mixed(loadtest.Plan{Calls: calls, Ops: ops, Prefix: "rig", Seed: uint64(time.Now().UnixNano())})
+	plan, err := loadtest.Mixed(loadtest.Plan{Calls: calls, Ops: ops, Prefix: "rig", Seed: suitetest.Seed(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/oncecall/oncecall/internal/dev/jsontest"
+	"github.com/oncecall/oncecall/internal/dev/suitetest"
 )
 
 // jsonValue generates values of the types Parse returns, nested to depth.
@@ -45,7 +46,7 @@ func acceptable(f float64) bool {
 // TestPropertyRoundTrip: the canonical form of any value parses back to the
 // same value, and canonicalizing it again changes nothing.
 func TestPropertyRoundTrip(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	suitetest.Check(t, func(t *rapid.T) {
 		v := jsonValue(3).Draw(t, "v")
 		canon, err := Marshal(v)
 		if err != nil {
@@ -71,7 +72,7 @@ func TestPropertyRoundTrip(t *testing.T) {
 // TestPropertyNotationNeverMatters: member order, whitespace, escapes and
 // number notation never change the canonical form.
 func TestPropertyNotationNeverMatters(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	suitetest.Check(t, func(t *rapid.T) {
 		v := jsonValue(3).Draw(t, "v")
 		seed := rapid.Uint64().Draw(t, "seed")
 		want, err := Marshal(v)
@@ -95,7 +96,7 @@ func TestPropertyNotationNeverMatters(t *testing.T) {
 // depends on how it is written; unsafe integers are refused in every
 // notation and everything else reads back as the same double.
 func TestPropertyAcceptanceIgnoresNotation(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	suitetest.Check(t, func(t *rapid.T) {
 		f := rapid.OneOf(rapid.Float64(), rapid.Map(rapid.Int64(), func(i int64) float64 { return float64(i) })).Draw(t, "f")
 		seed := rapid.Uint64().Draw(t, "seed")
 		canon, err := Marshal(f)

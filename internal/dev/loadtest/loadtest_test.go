@@ -28,6 +28,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/loadtest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/suitetest"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 
@@ -196,7 +197,7 @@ func TestMixedRun(t *testing.T) {
 	s := startServer(t)
 	const calls, ops = 1000, 100
 	prefix := "mixed-" + randomHex(4)
-	plan, err := loadtest.Mixed(loadtest.Plan{Calls: calls, Ops: ops, Prefix: prefix, Seed: uint64(time.Now().UnixNano())})
+	plan, err := loadtest.Mixed(loadtest.Plan{Calls: calls, Ops: ops, Prefix: prefix, Seed: suitetest.Seed(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
