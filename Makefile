@@ -59,12 +59,14 @@ fuzz:
 STRESS_CALLS ?= 1200
 STRESS_OPS ?= 120
 STRESS_CONCURRENCY ?= 16
+# STRESS_SEED replays the plan of an earlier run (it prints its seed); 0 draws one.
+STRESS_SEED ?= 0
 .PHONY: stress
 ## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against a local server, real cost-9 nonces
 stress:
 	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
-		-concurrency $(STRESS_CONCURRENCY) -cost 9 -timeout 5m
+		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m
 
 # ---- SAM application: build for `sam build`, local invokes -------------------
 # `sam build` runs build-CallbackFunction (template.yaml: BuildMethod makefile)

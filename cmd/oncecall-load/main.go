@@ -7,18 +7,20 @@
 // processes can be released at once), sends n identical create_ticket calls
 // at the same time and prints one JSON result per line.
 //
-//	oncecall-load stress [-server bin/oncecall | -url URL -db ENDPOINT -table T] [-calls N -ops M ...]
+//	oncecall-load stress [-server bin/oncecall | -url URL -db ENDPOINT -table T] [-calls N -ops M -seed S ...]
 //
 // starts the server binary on free loopback ports (or uses a running one),
 // runs a mixed plan with real nonces, reads the run's tickets back from the
 // store, prints the tally and exits 1 unless nothing was lost, split or
-// duplicated. `make stress` runs it.
+// duplicated. It prints the plan's seed; -seed replays that plan. `make
+// stress` runs it (STRESS_SEED=S passes -seed).
 package main
 
 import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -105,7 +107,11 @@ func stress(args []string) error {
 	cost := fs.Int("cost", 9, "BCrypt cost of the nonces (AIVAX uses 9)")
 	pool := fs.Int("nonces", 8, "distinct nonces, used in turn")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
+	seed := fs.Uint64("seed", 0, "seed of the plan (0: draw one); the run prints it, and -seed replays the plan")
 	_ = fs.Parse(args)
+	for *seed == 0 {
+		*seed = randomUint64()
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -133,7 +139,8 @@ func stress(args []string) error {
 	fmt.Printf("nonces: %d at cost %d, made in %v\n", *pool, *cost, time.Since(start).Round(time.Millisecond))
 
 	prefix := "stress-" + randomHex(4)
-	plan, err := loadtest.Mixed(loadtest.Plan{Calls: *calls, Ops: *ops, Prefix: prefix, Seed: uint64(time.Now().UnixNano())})
+	fmt.Printf("seed: %d (replay the plan with -seed %d)\n", *seed, *seed)
+	plan, err := loadtest.Mixed(loadtest.Plan{Calls: *calls, Ops: *ops, Prefix: prefix, Seed: *seed})
 	if err != nil {
 		return err
 	}
@@ -164,6 +171,12 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 func randomHex(n int) string {
