@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The real binaries, built once per test binary by TestMain.
@@ -21,31 +23,36 @@ var (
 // directive, so the go command alone builds it.
 const emulatorPkg = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 
-func TestMain(m *testing.M) {
+// TestMain builds the binaries, runs the tests and fails the package when a
+// goroutine outlives them.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withBinaries{m}) }
+
+// withBinaries builds the bootstrap and the emulator into a temporary
+// folder before the tests and removes it after them.
+type withBinaries struct{ m *testing.M }
+
+func (w withBinaries) Run() int {
 	dir, err := os.MkdirTemp("", "oncecall-bootstrap-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
-	code := func() int {
-		defer os.RemoveAll(dir)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		bootstrapPath = filepath.Join(dir, "bootstrap")
-		emulatorPath = filepath.Join(dir, "aws-lambda-rie")
-		// The bootstrap as the Makefile builds it, for this machine's
-		// architecture so that it runs here.
-		if err := goBuild(ctx, "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bootstrapPath, "."); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := goBuild(ctx, "-o", emulatorPath, emulatorPkg); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bootstrapPath = filepath.Join(dir, "bootstrap")
+	emulatorPath = filepath.Join(dir, "aws-lambda-rie")
+	// The bootstrap as the Makefile builds it, for this machine's
+	// architecture so that it runs here.
+	if err := goBuild(ctx, "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", bootstrapPath, "."); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := goBuild(ctx, "-o", emulatorPath, emulatorPkg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return w.m.Run()
 }
 
 // goCommand is the go command that runs the tests.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.uber.org/goleak"
 
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/loadtest"
@@ -34,24 +35,30 @@ import (
 
 var serverBin, loadBin string
 
-func TestMain(m *testing.M) {
+// TestMain builds the binaries, runs the tests, stops the embedded store
+// they shared and fails the package when a goroutine outlives them.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(dynamotest.Main(withBinaries{m})) }
+
+// withBinaries builds the server and the load client into a temporary
+// folder before the tests and removes it after them.
+type withBinaries struct{ m *testing.M }
+
+func (w withBinaries) Run() int {
 	dir, err := os.MkdirTemp("", "oncecall-loadtest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	bins, err := loadtest.Build(ctx, dir, "oncecall", "oncecall-load")
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+		return 1
 	}
 	serverBin, loadBin = bins[0], bins[1]
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return w.m.Run()
 }
 
 var (
