@@ -169,17 +169,27 @@ func TestAnswerOutlivesTheSDKClosingTheRequestBody(t *testing.T) {
 	}
 }
 
-// TestBareSDKLosesTheAnswerInTheRace shows that the rig above stages a
-// real failure: without the body copy that Options installs, the SDK's
-// early close makes net/http tear the connection down under the answer.
-// If this starts to pass, the SDK or net/http no longer races and the copy
-// (ownBody) can go.
-func TestBareSDKLosesTheAnswerInTheRace(t *testing.T) {
+// TestBareSDKRaceObservation runs the rig above without the body copy that
+// Options installs and reports, without failing, whether the upstream race
+// (aws/aws-sdk-go-v2 issues 1825 and 2737: the SDK's early close makes
+// net/http tear the connection down under the answer) is still there. The
+// guarantee is TestAnswerOutlivesTheSDKClosingTheRequestBody; this is the
+// line that says when ownBody has become unnecessary. It fails only when
+// the bare client gets an answer that is not the rig's.
+func TestBareSDKRaceObservation(t *testing.T) {
 	r := newRaceRig(t)
 	c := r.client(func(o *dynamodb.Options) { o.HTTPClient = r.hc })
-	_, err := r.getItem(c)
-	if !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("GetItem error %v, want the connection closed under the answer (net.ErrClosed)", err)
+	out, err := r.getItem(c)
+	switch {
+	case errors.Is(err, net.ErrClosed):
+		t.Log("upstream race observed: the bare SDK lost the answer (net.ErrClosed); ownBody (body.go) is still needed")
+	case err != nil:
+		t.Logf("upstream race observed in another form: the bare SDK lost the answer (%v); ownBody (body.go) is still needed", err)
+	default:
+		if v, ok := out.Item[dynamo.PartitionKey].(*types.AttributeValueMemberS); !ok || v.Value != "ticket#1" {
+			t.Fatalf("the bare SDK read item %v, want pk ticket#1: the rig is broken", out.Item)
+		}
+		t.Log("upstream race NOT observed: the bare SDK read the whole answer; if this holds on every run, the SDK or net/http no longer races and ownBody (body.go) can be removed")
 	}
 }
 
