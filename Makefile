@@ -81,12 +81,18 @@ LOCAL_BOOT    := bin/local/bootstrap
 build-CallbackFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
 
-## invoke: run an event through the real bootstrap under the Lambda Runtime Interface Emulator: make invoke EVENT=events/created.json
+# EVENT names one event or several, separated by any whitespace (newlines
+# included, as EVENT="$$(ls events/*.json)" gives them); EVENT=all plays
+# every event. $(strip) turns every run of whitespace into one space, so no
+# newline reaches the shell.
+INVOKE_EVENTS = $(if $(filter all,$(strip $(EVENT))),$(wildcard events/*.json),$(strip $(EVENT)))
+
+## invoke: run events through the real bootstrap under the Lambda Runtime Interface Emulator: make invoke EVENT=events/created.json (or EVENT=all)
 invoke:
-	@test -n "$(EVENT)" || { echo 'usage: make invoke EVENT=events/<name>.json   (the events are listed in events/expected.json)'; exit 2; }
+	@test -n "$(INVOKE_EVENTS)" || { echo 'usage: make invoke EVENT=events/<name>.json [...]  or  EVENT=all   (the events are listed in events/expected.json)'; exit 2; }
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $(LOCAL_BOOT) ./functions/callback
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
-	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(EVENT)
+	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(INVOKE_EVENTS)
 
 # ---- benchmarks (issue 5) ---------------------------------------------------
 .PHONY: bench
