@@ -862,3 +862,48 @@ func apiMethods() []string {
 	}
 	return out
 }
+
+// statefulTypes are the resource types whose deletion or replacement
+// throws data away (from cfn-lint's I3011 list, those a template like this
+// one could use).
+var statefulTypes = []string{
+	"AWS::DynamoDB::Table", "AWS::DynamoDB::GlobalTable", "AWS::Logs::LogGroup", "AWS::SecretsManager::Secret",
+	"AWS::S3::Bucket", "AWS::SQS::Queue", "AWS::KMS::Key", "AWS::Kinesis::Stream", "AWS::EFS::FileSystem",
+	"AWS::RDS::DBInstance", "AWS::RDS::DBCluster", "AWS::Cognito::UserPool", "AWS::Backup::BackupVault",
+}
+
+// TestTemplateStatefulResourcesChooseTheirFate checks that every resource
+// holding state says what a stack deletion and a replacement do to it,
+// rather than leave CloudFormation's default (delete) to chance: the
+// tickets' table is kept either way, the logs go with the stack, and the
+// hook-key secret goes with the stack but survives a replacement, whose new
+// random key AIVAX would not know.
+func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
+	want := map[string]struct{ deletion, replace string }{
+		"Table":            {"Retain", "Retain"},
+		"CallbackLogGroup": {"Delete", "Delete"},
+		"HookKeySecret":    {"Delete", "Retain"},
+	}
+	res, _ := readTemplate(t)["Resources"].(map[string]any)
+	for name := range want {
+		if _, ok := res[name]; !ok {
+			t.Errorf("no resource %s", name)
+		}
+	}
+	for name, r := range res {
+		r, _ := r.(map[string]any)
+		typ, _ := r["Type"].(string)
+		if !slices.Contains(statefulTypes, typ) {
+			continue
+		}
+		deletion, _ := r["DeletionPolicy"].(string)
+		replace, _ := r["UpdateReplacePolicy"].(string)
+		w, ok := want[name]
+		switch {
+		case !ok:
+			t.Errorf("%s (%s) holds state: choose its DeletionPolicy and UpdateReplacePolicy, say why in template.yaml, and add it here", name, typ)
+		case deletion != w.deletion || replace != w.replace:
+			t.Errorf("%s: DeletionPolicy %q, UpdateReplacePolicy %q; want %q and %q", name, deletion, replace, w.deletion, w.replace)
+		}
+	}
+}
