@@ -183,3 +183,22 @@ func (e *Env) DeleteItem(t testing.TB, pk string) {
 		t.Fatalf("delete %s: %v", pk, err)
 	}
 }
+
+// CopyItem puts a copy of the item with partition key from under partition
+// key to, as an administrator would behind oncecall's back (no transaction,
+// so no ClientRequestToken of oncecall's is spent on it).
+func (e *Env) CopyItem(t testing.TB, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	out, err := e.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(e.Table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: from}},
+	})
+	if err != nil || len(out.Item) == 0 {
+		t.Fatalf("read %s: %v (found %v)", from, err, len(out.Item) > 0)
+	}
+	out.Item[dynamo.PartitionKey] = &types.AttributeValueMemberS{Value: to}
+	if _, err := e.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(e.Table), Item: out.Item}); err != nil {
+		t.Fatalf("put %s: %v", to, err)
+	}
+}
