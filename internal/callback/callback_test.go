@@ -265,17 +265,26 @@ func TestFunctionsListing(t *testing.T) {
 	}
 }
 
+// TestConcurrentIdenticalCalls releases ten identical calls at once: one
+// creates the ticket, nine are answered with it. DynamoDB may cancel
+// concurrent transactions on one item (TransactionConflict), which
+// oncecall answers busy once its own retries are spent; a busy call is
+// sent again, as the application would (minidyn serializes everything and
+// never answers busy).
 func TestConcurrentIdenticalCalls(t *testing.T) {
 	r := newRig(t)
-	const n = 10
+	const n, busyRetries = 10, 5
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			replies[i] = r.call(create("user-a", "r-concurrent", signIn))
-		}()
+		wg.Go(func() {
+			for range busyRetries {
+				if replies[i] = r.call(create("user-a", "r-concurrent", signIn)); replies[i].str("status") != "busy" {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
 	wg.Wait()
 	created, dedup := 0, 0

@@ -67,23 +67,29 @@ func (r *rig) mustCreate(body string) string {
 func TestFaultFailureInsideTransaction(t *testing.T) {
 	t.Run("ticket put fails after the claim", func(t *testing.T) {
 		r := newRig(t)
-		taken := r.mustCreate(create("user-a", "r-existing", signIn))
+		earlier := r.mustCreate(create("user-a", "r-existing", signIn))
+		// The next call's ticket Put collides with a copy of the earlier
+		// ticket put under a new id behind oncecall's back. (Reusing the
+		// earlier id would reuse its transaction's ClientRequestToken,
+		// which DynamoDB answers as a repeat without running anything.)
+		taken := ticket.NewID()
+		r.env.CopyItem(t, "ticket#"+earlier, "ticket#"+taken)
 		newID := r.h.NewID
-		r.h.NewID = func() string { return taken } // the ticket Put of the next call collides
+		r.h.NewID = func() string { return taken }
 		p := r.call(create("user-a", "r-1", signIn))
 		if p.status != 500 || p.str("status") != "error" {
 			t.Fatalf("collision inside the transaction: %d %s", p.status, p.raw)
 		}
-		if ops, tks := r.operations(), r.tickets(); ops != 1 || tks != 1 {
-			t.Fatalf("after a cancelled transaction: %d operations, %d tickets; want 1 and 1 (the earlier call's)", ops, tks)
+		if ops, tks := r.operations(), r.tickets(); ops != 1 || tks != 2 {
+			t.Fatalf("after a cancelled transaction: %d operations, %d tickets; want 1 and 2 (the earlier call's and its copy)", ops, tks)
 		}
 		r.h.NewID = newID
 		id := r.mustCreate(create("user-a", "r-1", signIn))
 		if again := r.call(create("user-a", "r-1", signIn)); again.body["deduplicated"] != true || again.str("ticket_id") != id {
 			t.Fatalf("repeat after recovery: %s", again.raw)
 		}
-		if ops, tks := r.operations(), r.tickets(); ops != 2 || tks != 2 {
-			t.Fatalf("%d operations, %d tickets; want 2 and 2", ops, tks)
+		if ops, tks := r.operations(), r.tickets(); ops != 2 || tks != 3 {
+			t.Fatalf("%d operations, %d tickets; want 2 and 3", ops, tks)
 		}
 	})
 	t.Run("one action invalid", func(t *testing.T) {
