@@ -4,7 +4,8 @@
 // Mixed plans a run of create_ticket operations spread over users and
 // tenants, each called several times with its arguments' members in a
 // different order every time, mixed with reads and invalid calls. Run sends
-// the calls concurrently; StoredTickets reads the run's tickets back from
+// the calls concurrently, and sends a call again after a busy answer, as
+// the application would (BusyRetries); StoredTickets reads the run's tickets back from
 // the store; Tally compares the two: every answered ticket must exist,
 // every stored ticket must have been answered, every operation must have
 // exactly one ticket and one created answer.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -23,7 +24,24 @@ type Result struct {
 	TicketID string `json:"ticket_id,omitempty"`
 	// Err is the transport error, when no answer arrived.
 	Err string `json:"err,omitempty"`
+	// Busy counts the busy answers Run got, and sent the call again after,
+	// before this one.
+	Busy int `json:"busy,omitempty"`
 }
+
+// Busy answers are retried as the application behind AIVAX would retry
+// them (oncecall's "retryable": bounded retries stay in the application).
+// DynamoDB cancels concurrent transactions on one operation
+// (TransactionConflict) and oncecall answers busy once its own attempts are
+// spent; the embedded store serializes everything and never does.
+const (
+	// BusyRetries bounds how often Run sends a call again after a busy
+	// answer.
+	BusyRetries = 5
+	// BusyBackoff bounds the first randomized wait before such a retry;
+	// each later one doubles it.
+	BusyBackoff = 20 * time.Millisecond
+)
 
 // NonceHeader is the header the server authenticates with.
 const NonceHeader = "X-Request-Nonce"
@@ -47,7 +65,7 @@ func Run(ctx context.Context, client *http.Client, url string, nonces []string, 
 	for range max(concurrency, 1) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = Do(ctx, client, url, nonces[i%len(nonces)], calls[i])
+				results[i] = doRetryingBusy(ctx, client, url, nonces[i%len(nonces)], calls[i])
 			}
 		})
 	}
@@ -65,6 +83,25 @@ feed:
 	close(next)
 	wg.Wait()
 	return results
+}
+
+// doRetryingBusy sends c, and again after a busy answer, up to BusyRetries
+// times with randomized, doubling waits.
+func doRetryingBusy(ctx context.Context, client *http.Client, url, nonce string, c Call) Result {
+	r := Do(ctx, client, url, nonce, c)
+	for busy := 0; r.Outcome == "busy" && busy < BusyRetries; busy++ {
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(BusyBackoff) << busy)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			r.Busy = busy
+			return r
+		case <-t.C:
+		}
+		r = Do(ctx, client, url, nonce, c)
+		r.Busy = busy + 1
+	}
+	return r
 }
 
 // Do sends one call.

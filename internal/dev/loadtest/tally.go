@@ -69,7 +69,8 @@ type Report struct {
 	Found        int
 	NotFound     int
 	InProgress   int
-	Busy         int
+	// Busy counts every busy answer, the ones Run retried included.
+	Busy int
 	// Refused counts 401 and 403 answers.
 	Refused int
 	// Errors counts 5xx answers and calls that got no answer.
@@ -102,6 +103,7 @@ func Tally(calls []Call, results []Result, stored []StoredTicket) Report {
 	ops := map[string]bool{}
 	for i, res := range results {
 		r.Requests++
+		r.Busy += res.Busy
 		if calls[i].Op != "" {
 			ops[calls[i].Op] = true
 		}
