@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -199,4 +200,68 @@ func TestEveryTestBinaryChecksForLeaks(t *testing.T) {
 		t.Errorf("%s: no TestMain running goleak.VerifyTestMain (or goleak.Find) after its tests", dir)
 	}
 	t.Logf("%d test packages, %d without a leak check", len(guarded), len(missing))
+}
+
+// TestReadmeNamesThePackagesWithoutLeakCheck compares the packages README.md
+// says have no test binary (so no leak check) with the packages of the
+// module that have Go files but no tests.
+func TestReadmeNamesThePackagesWithoutLeakCheck(t *testing.T) {
+	root := moduleRoot(t)
+	code, tests := map[string]bool{}, map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		code[filepath.ToSlash(rel)] = true
+		if strings.HasSuffix(name, "_test.go") {
+			tests[filepath.ToSlash(rel)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var untested []string
+	for dir := range code {
+		if !tests[dir] {
+			untested = append(untested, dir)
+		}
+	}
+	slices.Sort(untested)
+
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "**Leaks fail.**")
+	end := strings.Index(text[max(start, 0):], "\n\n")
+	if start < 0 || end < 0 {
+		t.Fatal(`README.md has no "**Leaks fail.**" paragraph`)
+	}
+	paragraph := text[start : start+end]
+	list := paragraph[strings.Index(paragraph, "no\ntest binary to check:")+1:]
+	list = list[:strings.Index(list, "`internal/dev/suitetest`")]
+	list = regexp.MustCompile(`\([^)]*\)`).ReplaceAllString(list, "") // what runs them, not a package without tests
+	var named []string
+	for _, f := range strings.Split(list, "`")[1:] {
+		if !strings.ContainsAny(f, " ,.()\n") {
+			named = append(named, f)
+		}
+	}
+	named = slices.Compact(slices.Sorted(slices.Values(named)))
+	if !slices.Equal(named, untested) {
+		t.Errorf("README.md names %q as the packages without tests; they are %q", named, untested)
+	}
 }
