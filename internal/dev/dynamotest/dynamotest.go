@@ -5,7 +5,9 @@
 // loopback port. With DYNAMODB_ENDPOINT set (and AWS_REGION and credentials
 // as the endpoint needs), the same tests run against that endpoint instead;
 // every test then creates its own uniquely named table, so runs never share
-// state.
+// state. Probe measures how that store answers where DynamoDB-compatible
+// stores differ (DynamoDB Local answers as DynamoDB, minidyn does not), for
+// the tests whose expectations depend on it.
 package dynamotest
 
 import (
