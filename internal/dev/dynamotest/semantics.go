@@ -126,8 +126,11 @@ func probe(ctx context.Context, c *dynamodb.Client, table string) (Semantics, er
 		absent("probe#a", types.ReturnValuesOnConditionCheckFailureAllOld), absent("probe#b", ""),
 	}})
 	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) || len(tce.CancellationReasons) != 2 {
-		return s, fmt.Errorf("two failing Puts: %v, want a cancellation with two reasons", err)
+	switch {
+	case err == nil:
+		return s, errors.New("two Puts over existing items succeeded")
+	case !errors.As(err, &tce) || len(tce.CancellationReasons) != 2:
+		return s, fmt.Errorf("two failing Puts: want a cancellation with two reasons, got %w", err)
 	}
 	r := tce.CancellationReasons
 	s.OldItemOnFailedPut = len(r[0].Item) > 0
@@ -158,11 +161,13 @@ func probe(ctx context.Context, c *dynamodb.Client, table string) (Semantics, er
 	}}})
 	var ae smithy.APIError
 	switch {
+	case err == nil:
+		return s, errors.New("a check of a missing item passed")
 	case errors.As(err, &tce):
 		s.ContainsOnMissingItem = true
 	case errors.As(err, &ae) && ae.ErrorCode() == "ValidationException":
 	default:
-		return s, fmt.Errorf("a check of a missing item: %v, want a cancellation or a validation error", err)
+		return s, fmt.Errorf("a check of a missing item: want a cancellation or a validation error, got %w", err)
 	}
 	return s, nil
 }
