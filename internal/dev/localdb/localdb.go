@@ -40,7 +40,7 @@ func StartWith(addr string, front func(http.Handler) http.Handler) (*Server, err
 	mini := miniserver.NewServer()
 	var h http.Handler = &removeFix{next: mini}
 	if front != nil {
-		h = front(mini)
+		h = front(h)
 	}
 	s := &Server{
 		Mini: mini,
