@@ -31,16 +31,19 @@ type Result struct {
 
 // Busy answers are retried as the application behind AIVAX would retry
 // them (oncecall's "retryable": bounded retries stay in the application).
-// DynamoDB cancels concurrent transactions on one operation
-// (TransactionConflict) and oncecall answers busy once its own attempts are
-// spent; the embedded store serializes everything and never does.
+// DynamoDB cancels a transaction that includes an item another ongoing
+// transaction includes (TransactionConflict): concurrent calls of one
+// operation, and of one user, whose record every write checks. oncecall
+// answers busy once its own attempts are spent; the embedded store
+// serializes everything and never does.
 const (
 	// BusyRetries bounds how often Run sends a call again after a busy
 	// answer.
-	BusyRetries = 5
+	BusyRetries = 10
 	// BusyBackoff bounds the first randomized wait before such a retry;
-	// each later one doubles it.
-	BusyBackoff = 20 * time.Millisecond
+	// each later one doubles it, up to MaxBusyBackoff.
+	BusyBackoff    = 20 * time.Millisecond
+	MaxBusyBackoff = time.Second
 )
 
 // NonceHeader is the header the server authenticates with.
@@ -86,11 +89,11 @@ feed:
 }
 
 // doRetryingBusy sends c, and again after a busy answer, up to BusyRetries
-// times with randomized, doubling waits.
+// times with randomized waits that double up to MaxBusyBackoff.
 func doRetryingBusy(ctx context.Context, client *http.Client, url, nonce string, c Call) Result {
 	r := Do(ctx, client, url, nonce, c)
 	for busy := 0; r.Outcome == "busy" && busy < BusyRetries; busy++ {
-		t := time.NewTimer(time.Duration(rand.Int64N(int64(BusyBackoff) << busy)))
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(min(BusyBackoff<<busy, MaxBusyBackoff)))))
 		select {
 		case <-ctx.Done():
 			t.Stop()
