@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/loadtest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
@@ -269,20 +270,20 @@ func TestFunctionsListing(t *testing.T) {
 // creates the ticket, nine are answered with it. DynamoDB may cancel
 // concurrent transactions on one item (TransactionConflict), which
 // oncecall answers busy once its own retries are spent; a busy call is
-// sent again, as the application would (minidyn serializes everything and
-// never answers busy).
+// sent again, as the application would, with loadtest's budget (minidyn
+// serializes everything and never answers busy).
 func TestConcurrentIdenticalCalls(t *testing.T) {
 	r := newRig(t)
-	const n, busyRetries = 10, 5
+	const n = 10
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			for range busyRetries {
+			for retry := range loadtest.BusyRetries + 1 {
 				if replies[i] = r.call(create("user-a", "r-concurrent", signIn)); replies[i].str("status") != "busy" {
 					return
 				}
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(min(loadtest.BusyBackoff<<retry, loadtest.MaxBusyBackoff))
 			}
 		})
 	}
