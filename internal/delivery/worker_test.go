@@ -113,11 +113,17 @@ func newRig(t *testing.T, caps delivery.Capabilities) *rig {
 	t.Helper()
 	env := dynamotest.New(t)
 	r := &rig{t: t, env: env, store: dynamo.New(env.Client, env.Table), dest: &script{name: "script", caps: caps}, now: t0}
-	if _, err := localdb.SeedDemo(context.Background(), r.store); err != nil {
-		t.Fatal(err)
-	}
+	seed(t, r.store)
 	r.w = &delivery.Worker{Store: r.store, Destination: r.dest, Policy: policy, Now: r.clock, Rand: maxDelay}
 	return r
+}
+
+// seed adds the demo users, whose records the create transaction checks.
+func seed(t *testing.T, s *dynamo.Store) {
+	t.Helper()
+	if _, err := localdb.SeedDemo(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (r *rig) clock() time.Time {
