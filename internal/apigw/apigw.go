@@ -39,15 +39,15 @@ func (a *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	case method == http.MethodPost && path == "/callback":
 		body, ok := decodeBody(ev)
 		if !ok {
-			return respond(protocol.JSON(http.StatusBadRequest, map[string]any{"status": protocol.StatusRejected,
-				"error": protocol.ErrorDetail{Code: protocol.CodeInvalidRequest, Message: "the body is marked base64 but is not valid base64"}})), nil
+			return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
+				Message: "the body is marked base64 but is not valid base64"})), nil
 		}
 		return respond(a.h.Call(ctx, callback.Request{Nonce: header(ev.Headers, "x-request-nonce"), Body: body})), nil
 	case (method == http.MethodGet || method == http.MethodHead) && path == "/functions":
 		return respond(a.h.List(ctx, header(ev.Headers, "x-request-nonce"), a.callbackURL(ev))), nil
 	default:
-		return respond(protocol.JSON(http.StatusNotFound, map[string]any{"status": protocol.StatusRejected,
-			"error": protocol.ErrorDetail{Code: "not_found", Message: "oncecall serves " + CallbackRoute + " and " + FunctionsRoute}})), nil
+		return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
+			Message: "oncecall serves " + CallbackRoute + " and " + FunctionsRoute})), nil
 	}
 }
 

@@ -479,7 +479,7 @@ func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identit
 	// Another tenant's ticket is indistinguishable from a missing one.
 	if t == nil || t.Tenant != user.Tenant {
 		e.outcome, e.code = OutcomeNotFound, "ticket_not_found"
-		return protocol.JSON(http.StatusOK, refusalNotFound(id))
+		return protocol.NotFound("ticket_not_found", "No ticket "+id+" is visible to this user. Check the ticket_id that create_ticket returned.")
 	}
 	e.outcome = OutcomeFound
 	v := ticketView{View: t.View()}
@@ -488,11 +488,4 @@ func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identit
 		v.Delivery = &dv
 	}
 	return protocol.JSON(http.StatusOK, found{Status: protocol.StatusFound, Ticket: v})
-}
-
-func refusalNotFound(id string) any {
-	return struct {
-		Status string               `json:"status"`
-		Error  protocol.ErrorDetail `json:"error"`
-	}{protocol.StatusNotFound, protocol.ErrorDetail{Code: "ticket_not_found", Message: "No ticket " + id + " is visible to this user. Check the ticket_id that create_ticket returned."}}
 }

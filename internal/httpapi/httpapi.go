@@ -49,8 +49,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Read one byte past the limit so that Decode can say how it was exceeded.
 		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
 		if err != nil {
-			write(w, protocol.JSON(http.StatusBadRequest, map[string]any{"status": protocol.StatusRejected,
-				"error": protocol.ErrorDetail{Code: protocol.CodeInvalidRequest, Message: "the request body could not be read"}}))
+			write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
+				Message: "the request body could not be read"}))
 			return
 		}
 		write(w, s.h.Call(ctx, callback.Request{Nonce: nonce(r.Header), Body: body}))
@@ -65,8 +65,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		write(w, s.h.List(ctx, nonce(r.Header), base+CallbackPath))
 	default:
-		write(w, protocol.JSON(http.StatusNotFound, map[string]any{"status": protocol.StatusRejected,
-			"error": protocol.ErrorDetail{Code: "not_found", Message: "oncecall serves POST " + CallbackPath + " and GET " + FunctionsPath}}))
+		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
+			Message: "oncecall serves POST " + CallbackPath + " and GET " + FunctionsPath}))
 	}
 }
 
@@ -80,8 +80,8 @@ func nonce(h http.Header) string {
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	write(w, protocol.JSON(http.StatusMethodNotAllowed, map[string]any{"status": protocol.StatusRejected,
-		"error": protocol.ErrorDetail{Code: "method_not_allowed", Message: "use " + allow}}))
+	write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusMethodNotAllowed, Code: protocol.CodeMethodNotAllowed,
+		Message: "use " + allow}))
 }
 
 func write(w http.ResponseWriter, a protocol.Answer) {

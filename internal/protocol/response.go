@@ -20,24 +20,35 @@ const (
 	StatusError        = "error"
 )
 
+// Codes of refusals the transports answer before a call reaches the handler.
+const (
+	// CodeNoRoute refuses a path oncecall does not serve (HTTP 404).
+	CodeNoRoute = "not_found"
+	// CodeMethodNotAllowed refuses a method a path does not take (HTTP 405).
+	CodeMethodNotAllowed = "method_not_allowed"
+)
+
 // Answer is one callback response: the HTTP status and a small JSON body.
 type Answer struct {
 	Status int
 	Body   []byte
 }
 
-// ErrorDetail is the "error" member of a refusal.
-type ErrorDetail struct {
+// errorDetail is the "error" member of a refusal.
+type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
 
+// refusal is the body of every answer that did not do what was asked:
+// {"status":…,"error":{"code":…,"message":…}}.
 type refusal struct {
-	Status    string      `json:"status"`
-	Retryable bool        `json:"retryable,omitempty"`
-	Error     ErrorDetail `json:"error"`
+	Status string      `json:"status"`
+	Error  errorDetail `json:"error"`
 }
 
+// notice is the body of an answer that asks the caller to come back:
+// {"status":…,"retryable":true,"message":…}.
 type notice struct {
 	Status    string `json:"status"`
 	Retryable bool   `json:"retryable"`
@@ -54,29 +65,38 @@ func JSON(status int, v any) Answer {
 	return Answer{Status: status, Body: b}
 }
 
+// refuse builds every refusal body: httpStatus is the HTTP status, status
+// the body's "status" member.
+func refuse(httpStatus int, status, code, message string) Answer {
+	return JSON(httpStatus, refusal{Status: status, Error: errorDetail{Code: code, Message: message}})
+}
+
 // Reject is a 200 answer that tells the model what to correct.
 func Reject(code, message string) Answer {
-	return JSON(http.StatusOK, refusal{Status: StatusRejected, Error: ErrorDetail{code, message}})
+	return refuse(http.StatusOK, StatusRejected, code, message)
 }
 
 // Refuse answers p with its own status: 200 rejections for the model, 400
-// for envelope problems.
+// for envelope problems, and the transports' own 4xx refusals.
 func Refuse(p *Problem) Answer {
-	if p.Status == http.StatusOK {
-		return Reject(p.Code, p.Message)
-	}
-	return JSON(p.Status, refusal{Status: StatusRejected, Error: ErrorDetail{p.Code, p.Message}})
+	return refuse(p.Status, StatusRejected, p.Code, p.Message)
 }
 
 // Unauthorized is a 401 answer: the nonce is missing.
 func Unauthorized(code, message string) Answer {
-	return JSON(http.StatusUnauthorized, refusal{Status: StatusUnauthorized, Error: ErrorDetail{code, message}})
+	return refuse(http.StatusUnauthorized, StatusUnauthorized, code, message)
 }
 
 // Forbidden is a 403 answer: the caller is not allowed. It never discloses
 // stored data.
 func Forbidden(code, message string) Answer {
-	return JSON(http.StatusForbidden, refusal{Status: StatusForbidden, Error: ErrorDetail{code, message}})
+	return refuse(http.StatusForbidden, StatusForbidden, code, message)
+}
+
+// NotFound is a 200 answer for something the caller may not see, or that
+// does not exist: the two are answered alike.
+func NotFound(code, message string) Answer {
+	return refuse(http.StatusOK, StatusNotFound, code, message)
 }
 
 // InProgress is a 200 answer for an operation that is claimed but not
@@ -98,7 +118,8 @@ func Busy() Answer {
 	})
 }
 
-// internalBody is fixed so that Internal cannot fail.
+// internalBody is fixed so that Internal cannot fail; TestInternalIsARefusal
+// checks that it is the body refuse builds.
 var internalBody = []byte(`{"status":"error","error":{"code":"internal","message":"Internal error. Nothing was left half written; retrying the same call is safe."}}`)
 
 // Internal is the 500 answer.
