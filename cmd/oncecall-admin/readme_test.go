@@ -21,6 +21,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 const (
@@ -287,7 +288,7 @@ func quickStartTicket(t *testing.T, env *dynamotest.Env, store *dynamo.Store) st
 	body := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in"}},
 		"context":{"externalUserId":"user-a","metadata":{"request_id":"request-example"}}}`
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+httpapi.CallbackPath, strings.NewReader(body))
-	req.Header.Set(httpapi.NonceHeader, n)
+	req.Header.Set(protocol.NonceHeader, n)
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

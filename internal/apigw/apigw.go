@@ -18,6 +18,10 @@ const (
 	FunctionsRoute = "GET /functions"
 )
 
+// nonceHeader is protocol.NonceHeader as API Gateway passes header names:
+// in lower case.
+var nonceHeader = strings.ToLower(protocol.NonceHeader)
+
 // Handler adapts a callback.Handler to API Gateway HTTP API events.
 type Handler struct {
 	h *callback.Handler
@@ -42,9 +46,9 @@ func (a *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 			return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
 				Message: "the body is marked base64 but is not valid base64"})), nil
 		}
-		return respond(a.h.Call(ctx, callback.Request{Nonce: header(ev.Headers, "x-request-nonce"), Body: body})), nil
+		return respond(a.h.Call(ctx, callback.Request{Nonce: header(ev.Headers, nonceHeader), Body: body})), nil
 	case (method == http.MethodGet || method == http.MethodHead) && path == "/functions":
-		return respond(a.h.List(ctx, header(ev.Headers, "x-request-nonce"), a.callbackURL(ev))), nil
+		return respond(a.h.List(ctx, header(ev.Headers, nonceHeader), a.callbackURL(ev))), nil
 	default:
 		return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
 			Message: "oncecall serves " + CallbackRoute + " and " + FunctionsRoute})), nil

@@ -21,6 +21,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // testCost keeps BCrypt cheap; the verifier takes the same path at cost 9.
@@ -141,7 +142,7 @@ func TestHostileCatalogueThroughAPIGateway(t *testing.T) {
 					body := bytes.ReplaceAll(c.Body, []byte(hostiletest.SecretPlaceholder), []byte(secret))
 					hs := c.Headers
 					if hs == nil {
-						hs = []hostiletest.Header{{Name: hostiletest.NonceHeader, Value: n.Valid}}
+						hs = []hostiletest.Header{{Name: protocol.NonceHeader, Value: n.Valid}}
 					}
 					tickets, ops := f.env.Count(t, "ticket"), f.env.Count(t, "operation")
 					res, err := f.gw.Handle(context.Background(), event(body, headerMap(hs, mode.lower), mode.base64))

@@ -10,6 +10,7 @@ import (
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // cost31 is a well-formed nonce of BCrypt's highest cost: verifying it would
@@ -59,7 +60,7 @@ func BenchmarkHTTPRefusesCost31(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, httpapi.CallbackPath, strings.NewReader(body))
-		req.Header.Set(httpapi.NonceHeader, cost31)
+		req.Header.Set(protocol.NonceHeader, cost31)
 		w := httptest.NewRecorder()
 		srv.ServeHTTP(w, req)
 		if w.Code != http.StatusForbidden {

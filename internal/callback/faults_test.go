@@ -28,6 +28,7 @@ import (
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -372,7 +373,7 @@ func TestFaultSlowStoreAnswersBeforeTheDeadline(t *testing.T) {
 				seen := proxy.Seen(op)
 				proxy.Inject(op, fault)
 				req, _ := http.NewRequest(http.MethodPost, srv.URL+httpapi.CallbackPath, strings.NewReader(create("user-a", "r-1", signIn)))
-				req.Header.Set(httpapi.NonceHeader, validNonce(t))
+				req.Header.Set(protocol.NonceHeader, validNonce(t))
 				start := time.Now()
 				p := r.do(req)
 				if took := time.Since(start); took >= deadline {
@@ -393,7 +394,7 @@ func TestFaultSlowStoreAnswersBeforeTheDeadline(t *testing.T) {
 		srv := deadlineServer(t, r.h, callback.ResponseReserve/2)
 		proxy.Inject("GetItem", dynamotest.Fault{Hang: true})
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+httpapi.CallbackPath, strings.NewReader(create("user-a", "r-1", signIn)))
-		req.Header.Set(httpapi.NonceHeader, validNonce(t))
+		req.Header.Set(protocol.NonceHeader, validNonce(t))
 		if p := r.do(req); p.status != 200 || p.str("status") != "busy" {
 			t.Fatalf("no time left for the store: %d %s", p.status, p.raw)
 		}
@@ -435,7 +436,7 @@ func TestFaultCrashAfterCommit(t *testing.T) {
 		r := newRig(t)
 		srv := abortingServer(t, r.h)
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+httpapi.CallbackPath, strings.NewReader(body))
-		req.Header.Set(httpapi.NonceHeader, validNonce(t))
+		req.Header.Set(protocol.NonceHeader, validNonce(t))
 		if res, err := http.DefaultClient.Do(req); err == nil {
 			res.Body.Close()
 			t.Fatalf("the client got an answer (%d) from a server that died", res.StatusCode)

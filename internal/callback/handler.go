@@ -198,13 +198,13 @@ func (h *Handler) authenticate(header string, e *entry) (protocol.Answer, bool) 
 	case err == nil:
 		return protocol.Answer{}, true
 	case errors.Is(err, nonce.ErrMissing):
-		return h.deny(e, http.StatusUnauthorized, "missing_nonce", "The X-Request-Nonce header is required: set a hook key on the AIVAX account."), false
+		return h.deny(e, http.StatusUnauthorized, "missing_nonce", "The "+protocol.NonceHeader+" header is required: set a hook key on the AIVAX account."), false
 	case errors.Is(err, nonce.ErrCost):
-		return h.deny(e, http.StatusForbidden, "invalid_nonce", fmt.Sprintf("X-Request-Nonce has a BCrypt cost outside %d..%d.", nonce.MinCost, h.Verifier.MaxCost())), false
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", fmt.Sprintf("%s has a BCrypt cost outside %d..%d.", protocol.NonceHeader, nonce.MinCost, h.Verifier.MaxCost())), false
 	case errors.Is(err, nonce.ErrMalformed):
-		return h.deny(e, http.StatusForbidden, "invalid_nonce", "X-Request-Nonce is not a BCrypt hash."), false
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", protocol.NonceHeader+" is not a BCrypt hash."), false
 	default:
-		return h.deny(e, http.StatusForbidden, "invalid_nonce", "X-Request-Nonce does not match the hook key."), false
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", protocol.NonceHeader+" does not match the hook key."), false
 	}
 }
 

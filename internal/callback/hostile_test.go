@@ -10,6 +10,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/hostiletest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // TestHostileCatalogue sends every case of the hostile catalogue over HTTP
@@ -37,7 +38,7 @@ func TestHostileCatalogue(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			headers := c.Headers
 			if headers == nil {
-				headers = []hostiletest.Header{{Name: hostiletest.NonceHeader, Value: nonces.Valid}}
+				headers = []hostiletest.Header{{Name: protocol.NonceHeader, Value: nonces.Valid}}
 			}
 			for _, h := range headers {
 				req.Header[h.Name] = append(req.Header[h.Name], h.Value) // the name as written, on the wire

@@ -20,9 +20,6 @@ const (
 // RequestTimeout bounds one request, as a Lambda timeout would.
 const RequestTimeout = 10 * time.Second
 
-// NonceHeader is the header AIVAX authenticates with.
-const NonceHeader = "X-Request-Nonce"
-
 // Server adapts a callback.Handler to net/http.
 type Server struct {
 	h *callback.Handler
@@ -70,12 +67,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// nonce returns the X-Request-Nonce header. Several are joined with commas,
+// nonce returns the protocol.NonceHeader header. Several are joined with commas,
 // as API Gateway joins them, so that a request carrying two is refused as
 // malformed on either transport instead of being judged by whichever one
 // comes first.
 func nonce(h http.Header) string {
-	return strings.Join(h.Values(NonceHeader), ",")
+	return strings.Join(h.Values(protocol.NonceHeader), ",")
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

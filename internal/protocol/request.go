@@ -15,6 +15,11 @@ import (
 // omit the field.
 const TypeToolCall = "tool_call"
 
+// NonceHeader is the header AIVAX authenticates every request with: a
+// BCrypt hash of the hook key. Transports read it by this name (HTTP header
+// names are case-insensitive).
+const NonceHeader = "X-Request-Nonce"
+
 // RequestIDKey is the metadata entry that carries the application's
 // operation id.
 const RequestIDKey = "request_id"

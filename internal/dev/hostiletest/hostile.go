@@ -19,9 +19,6 @@ const (
 	SecretArgs      = `{"title":"` + SecretTitle + `","priority":"urgent"}`
 )
 
-// NonceHeader is the header AIVAX authenticates with, as documented.
-const NonceHeader = "X-Request-Nonce"
-
 // Header is one request header as sent, name case preserved. A case may list
 // the same name twice.
 type Header struct{ Name, Value string }
@@ -156,7 +153,7 @@ func Cases(n Nonces) []Case {
 		c.Headers = headers
 		return c
 	}
-	hdr := func(v string) []Header { return []Header{{NonceHeader, v}} }
+	hdr := func(v string) []Header { return []Header{{protocol.NonceHeader, v}} }
 	longUser := strings.Repeat("u", protocol.MaxUserIDBytes+1)
 	longString := strings.Repeat("x", protocol.MaxStringBytes+1)
 	huge := strings.Repeat("a", protocol.MaxBodyBytes)
@@ -319,8 +316,8 @@ func Cases(n Nonces) []Case {
 		nonceCase("nonce of cost 11", hdr("$2b$11$"+n.Valid[7:]), denied, "invalid_nonce", "cost outside 4..10"),
 		nonceCase("nonce of cost 03", hdr("$2b$03$"+n.Valid[7:]), denied, "invalid_nonce", "cost outside 4..10"),
 		nonceCase("nonce of one megabyte", hdr(strings.Repeat("$2b$09$", (1<<20)/7)), denied, "invalid_nonce", "not a BCrypt hash"),
-		nonceCase("nonce twice, the second forged", []Header{{NonceHeader, n.Valid}, {NonceHeader, n.WrongKey}}, denied, "invalid_nonce", "not a BCrypt hash"),
-		nonceCase("nonce twice, the first forged", []Header{{NonceHeader, n.WrongKey}, {NonceHeader, n.Valid}}, denied, "invalid_nonce", "not a BCrypt hash"),
+		nonceCase("nonce twice, the second forged", []Header{{protocol.NonceHeader, n.Valid}, {protocol.NonceHeader, n.WrongKey}}, denied, "invalid_nonce", "not a BCrypt hash"),
+		nonceCase("nonce twice, the first forged", []Header{{protocol.NonceHeader, n.WrongKey}, {protocol.NonceHeader, n.Valid}}, denied, "invalid_nonce", "not a BCrypt hash"),
 		{Name: "nonce header in lower case", Area: "headers", Body: secretBody(Owner, ""), Headers: []Header{{"x-request-nonce", n.Valid}},
 			Status: ok, Outcome: protocol.StatusCreated, Authorized: true, Deduplicated: true},
 		{Name: "nonce header in upper case", Area: "headers", Body: secretBody(Owner, ""), Headers: []Header{{"X-REQUEST-NONCE", n.Valid}},

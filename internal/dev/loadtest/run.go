@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // Result is what one call got.
@@ -45,9 +47,6 @@ const (
 	BusyBackoff    = 20 * time.Millisecond
 	MaxBusyBackoff = time.Second
 )
-
-// NonceHeader is the header the server authenticates with.
-const NonceHeader = "X-Request-Nonce"
 
 // CallTimeout bounds one call, so that a run always ends.
 const CallTimeout = 30 * time.Second
@@ -116,7 +115,7 @@ func Do(ctx context.Context, client *http.Client, url, nonce string, c Call) Res
 		return r
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(NonceHeader, nonce)
+	req.Header.Set(protocol.NonceHeader, nonce)
 	res, err := client.Do(req)
 	if err != nil {
 		r.Err = err.Error()

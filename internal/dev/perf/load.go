@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // Client sends callbacks over loopback with keep-alive connections.
@@ -58,7 +60,7 @@ func (c *Client) Post(url string, body []byte) (Reply, time.Duration, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.Nonce != "" {
-		req.Header.Set("X-Request-Nonce", c.Nonce)
+		req.Header.Set(protocol.NonceHeader, c.Nonce)
 	}
 	start := time.Now()
 	res, err := c.http.Do(req)
