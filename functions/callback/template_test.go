@@ -21,6 +21,7 @@ import (
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/metrics"
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // How template.yaml is read.
@@ -789,8 +790,8 @@ func TestTemplateMetricsAndAlarms(t *testing.T) {
 		}
 		names[*ms.MetricName] = true
 	}
-	if !names[callback.OutcomeBusy] || !names[metrics.Calls] {
-		t.Errorf("busy alarm reads %v, want %s and %s", names, callback.OutcomeBusy, metrics.Calls)
+	if !names[protocol.StatusBusy] || !names[metrics.Calls] {
+		t.Errorf("busy alarm reads %v, want %s and %s", names, protocol.StatusBusy, metrics.Calls)
 	}
 	a5, err := s.Typed.GetCloudWatchAlarmWithName("Api5xxAlarm")
 	if err != nil {

@@ -53,23 +53,23 @@ type Recorder interface {
 	Observe(function, outcome string, status int, d time.Duration)
 }
 
-// Outcomes, as logged and counted.
+// Outcomes of a call, as logged and counted; the metrics, and the
+// template's dashboard and alarms, use these names. An outcome that is the
+// answer's status is that protocol.Status* value (created, rejected,
+// in_progress, busy, error, found, not_found); these are the others.
 const (
-	OutcomeCreated      = "created"
+	// OutcomeDeduplicated is a replay of a completed operation's result.
 	OutcomeDeduplicated = "deduplicated"
-	OutcomeRejected     = "rejected"
-	OutcomeInProgress   = "in_progress"
-	OutcomeBusy         = "busy"
+	// OutcomeUnauthorized is a refused nonce, user or function: the 401 and
+	// 403 answers alike.
 	OutcomeUnauthorized = "unauthorized"
-	OutcomeError        = "error"
-	OutcomeFound        = "found"
-	OutcomeNotFound     = "not_found"
-	OutcomeListed       = "listed"
+	// OutcomeListed is an answered GET /functions.
+	OutcomeListed = "listed"
 )
 
 // Outcomes lists every outcome, for metrics set-up.
-var Outcomes = []string{OutcomeCreated, OutcomeDeduplicated, OutcomeRejected, OutcomeInProgress,
-	OutcomeBusy, OutcomeUnauthorized, OutcomeError, OutcomeFound, OutcomeNotFound, OutcomeListed}
+var Outcomes = []string{protocol.StatusCreated, OutcomeDeduplicated, protocol.StatusRejected, protocol.StatusInProgress,
+	protocol.StatusBusy, OutcomeUnauthorized, protocol.StatusError, protocol.StatusFound, protocol.StatusNotFound, OutcomeListed}
 
 // DefaultRetention is how long an operation deduplicates unless configured.
 const DefaultRetention = 24 * time.Hour
@@ -136,7 +136,7 @@ func (h *Handler) Call(ctx context.Context, r Request) protocol.Answer {
 func (h *Handler) finish(ctx context.Context, msg string, start time.Time, ans protocol.Answer, e *entry) {
 	d := h.Now().Sub(start)
 	if e.outcome == "" {
-		e.outcome = OutcomeError
+		e.outcome = protocol.StatusError
 	}
 	if h.Metrics != nil {
 		h.Metrics.Observe(e.function, e.outcome, ans.Status, d)
@@ -178,17 +178,17 @@ func (h *Handler) deny(e *entry, status int, code, message string) protocol.Answ
 }
 
 func (h *Handler) reject(e *entry, code, message string) protocol.Answer {
-	e.outcome, e.code = OutcomeRejected, code
+	e.outcome, e.code = protocol.StatusRejected, code
 	return protocol.Reject(code, message)
 }
 
 func (h *Handler) fail(e *entry, err error) protocol.Answer {
 	e.cause = err
 	if errors.Is(err, idempotency.ErrBusy) {
-		e.outcome = OutcomeBusy
+		e.outcome = protocol.StatusBusy
 		return protocol.Busy()
 	}
-	e.outcome = OutcomeError
+	e.outcome = protocol.StatusError
 	return protocol.Internal()
 }
 
@@ -214,7 +214,7 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 	}
 	req, p := protocol.Decode(r.Body)
 	if p != nil {
-		e.outcome, e.code = OutcomeRejected, p.Code
+		e.outcome, e.code = protocol.StatusRejected, p.Code
 		return protocol.Refuse(p)
 	}
 	e.function = req.Function
@@ -386,7 +386,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	case err != nil:
 		return h.fail(e, err)
 	case existing == nil:
-		e.outcome = OutcomeCreated
+		e.outcome = protocol.StatusCreated
 		if out != nil {
 			if d := h.Outbox.Committed(ctx, t.ID); d != nil {
 				out = d
@@ -399,7 +399,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	case idempotency.Conflict:
 		return h.deny(e, http.StatusForbidden, "request_id_conflict", "This request_id already belongs to another user's operation.")
 	case idempotency.InProgress:
-		e.outcome = OutcomeInProgress
+		e.outcome = protocol.StatusInProgress
 		return protocol.InProgress()
 	case idempotency.Reused:
 		return h.reject(e, "request_id_reused", fmt.Sprintf(
@@ -478,10 +478,10 @@ func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identit
 	}
 	// Another tenant's ticket is indistinguishable from a missing one.
 	if t == nil || t.Tenant != user.Tenant {
-		e.outcome, e.code = OutcomeNotFound, "ticket_not_found"
+		e.outcome, e.code = protocol.StatusNotFound, "ticket_not_found"
 		return protocol.NotFound("ticket_not_found", "No ticket "+id+" is visible to this user. Check the ticket_id that create_ticket returned.")
 	}
-	e.outcome = OutcomeFound
+	e.outcome = protocol.StatusFound
 	v := ticketView{View: t.View()}
 	if d != nil {
 		dv := d.View(h.Now())

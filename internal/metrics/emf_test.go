@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/metrics"
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // writes records each Write call separately.
@@ -185,7 +186,7 @@ func TestObserveEscapesTheFunctionName(t *testing.T) {
 	// string on one line whatever it holds.
 	w := &writes{}
 	name := "x\"}\n{\"_aws\":1,\u2028"
-	metrics.New(w, "ns", "svc", callback.Outcomes).Observe(name, callback.OutcomeRejected, 200, 0)
+	metrics.New(w, "ns", "svc", callback.Outcomes).Observe(name, protocol.StatusRejected, 200, 0)
 	_, m := check(t, w.lines[0])
 	if m["function"] != name {
 		t.Errorf("function = %q, want %q", m["function"], name)
@@ -208,7 +209,7 @@ func TestObserveIsSafeConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				e.Observe("get_ticket", callback.OutcomeFound, 200, time.Millisecond)
+				e.Observe("get_ticket", protocol.StatusFound, 200, time.Millisecond)
 			}
 		}()
 	}

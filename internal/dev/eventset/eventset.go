@@ -51,7 +51,7 @@ type Case struct {
 	SameTicketAs string `json:"same_ticket_as,omitempty"`
 	// Status is the HTTP status of the answer.
 	Status int `json:"status"`
-	// Outcome is the handler's outcome (callback.Outcome*).
+	// Outcome is the handler's outcome (one of callback.Outcomes).
 	Outcome string `json:"outcome"`
 	// Body is a subset the answer's body must contain.
 	Body map[string]any `json:"body"`
