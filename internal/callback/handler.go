@@ -182,6 +182,13 @@ func (h *Handler) reject(e *entry, code, message string) protocol.Answer {
 	return protocol.Reject(code, message)
 }
 
+// refuse answers a problem found in the request: 200 for what the model can
+// fix, 400 for the envelope.
+func (h *Handler) refuse(e *entry, p *protocol.Problem) protocol.Answer {
+	e.outcome, e.code = protocol.StatusRejected, p.Code
+	return protocol.Refuse(p)
+}
+
 func (h *Handler) fail(e *entry, err error) protocol.Answer {
 	e.cause = err
 	if errors.Is(err, idempotency.ErrBusy) {
@@ -214,8 +221,7 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 	}
 	req, p := protocol.Decode(r.Body)
 	if p != nil {
-		e.outcome, e.code = protocol.StatusRejected, p.Code
-		return protocol.Refuse(p)
+		return h.refuse(e, p)
 	}
 	e.function = req.Function
 
@@ -289,23 +295,6 @@ func (h *Handler) functionNames() string {
 	return strings.Join(names, ", ")
 }
 
-// requestID checks metadata.request_id, which every mutating call needs.
-func requestID(req *protocol.Request) (string, string, string) {
-	rid, ok := req.Metadata[protocol.RequestIDKey]
-	if !ok || rid == "" {
-		return "", "missing_request_id", "context.metadata.request_id is missing, so this call could be repeated by mistake and nothing was created. The application must mint one request_id per operation and keep it across retries; do not invent one."
-	}
-	if len(rid) > protocol.MaxRequestIDBytes {
-		return "", "invalid_request_id", fmt.Sprintf("context.metadata.request_id is longer than %d bytes.", protocol.MaxRequestIDBytes)
-	}
-	for i := 0; i < len(rid); i++ {
-		if c := rid[i]; c <= ' ' || c > '~' {
-			return "", "invalid_request_id", "context.metadata.request_id must be visible ASCII characters without spaces."
-		}
-	}
-	return rid, "", ""
-}
-
 // answerBody is a stored result read back from the store with the
 // delivery d (when not nil) and "deduplicated" appended, after checking
 // that it is a JSON object.
@@ -344,9 +333,9 @@ func withFlag(stored []byte, deduplicated bool) []byte {
 // create serves create_ticket for user. retried is true on the one repeat
 // that a tenant change found inside the transaction allows.
 func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
-	rid, code, msg := requestID(req)
-	if code != "" {
-		return h.reject(e, code, msg)
+	rid, p := req.RequestID()
+	if p != nil {
+		return h.refuse(e, p)
 	}
 	key, err := idempotency.Derive(h.Policies.For(fn.Name), user.Tenant, rid, fn.Name, req.Arguments)
 	if err != nil {

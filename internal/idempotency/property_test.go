@@ -54,7 +54,11 @@ func TestPropertyKeyIgnoresMemberOrder(t *testing.T) {
 			if p != nil {
 				t.Fatalf("Decode(%s): %v", b, p)
 			}
-			k, err := idempotency.Derive(pol, "tenant-a", req.RequestID(), req.Function, req.Arguments)
+			rid, p := req.RequestID()
+			if p != nil {
+				t.Fatalf("RequestID of %s: %v", b, p)
+			}
+			k, err := idempotency.Derive(pol, "tenant-a", rid, req.Function, req.Arguments)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,8 +16,9 @@ func TestDecodeCurrentPayload(t *testing.T) {
 	if p != nil {
 		t.Fatal(p)
 	}
+	rid, _ := r.RequestID()
 	if r.Function != "create_ticket" || r.Arguments["title"] != "Cannot sign in" || r.ExternalUserID != "user-a" ||
-		r.RequestID() != "r-1" || r.CallSource != "SomethingNew" || r.ConversationToken != "c-1" {
+		rid != "r-1" || r.CallSource != "SomethingNew" || r.ConversationToken != "c-1" {
 		t.Fatalf("decoded %+v", r)
 	}
 	if want := time.Date(2025, 5, 18, 1, 36, 27, 100_000_000, time.UTC); !r.Moment.Equal(want) {
@@ -101,5 +102,31 @@ func TestClip(t *testing.T) {
 	}
 	if Clip("short") != "short" {
 		t.Fatal("short string changed")
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	for _, c := range []struct {
+		name, rid, code, says string
+	}{
+		{"valid", "r-1:~!", "", ""},
+		{"missing", "", CodeMissingRequestID, "mint one request_id per operation"},
+		{"too long", strings.Repeat("r", MaxRequestIDBytes+1), CodeInvalidRequestID, "longer than 128 bytes"},
+		{"longest", strings.Repeat("r", MaxRequestIDBytes), "", ""},
+		{"space", "r 1", CodeInvalidRequestID, "visible ASCII"},
+		{"not ASCII", "r-é", CodeInvalidRequestID, "visible ASCII"},
+		{"control", "r-\x7f", CodeInvalidRequestID, "visible ASCII"},
+	} {
+		r := &Request{Metadata: map[string]string{}}
+		if c.rid != "" {
+			r.Metadata[RequestIDKey] = c.rid
+		}
+		rid, p := r.RequestID()
+		switch {
+		case c.code == "" && (p != nil || rid != c.rid):
+			t.Errorf("%s: RequestID = %q, %v", c.name, rid, p)
+		case c.code != "" && (p == nil || rid != "" || p.Status != http.StatusOK || p.Code != c.code || !strings.Contains(p.Message, c.says)):
+			t.Errorf("%s: RequestID = %q, %+v; want 200 %s saying %q", c.name, rid, p, c.code, c.says)
+		}
 	}
 }
