@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,7 +49,7 @@ func ParsePolicies(s string, known []string) (Policies, error) {
 		if !ok || fn == "" {
 			return nil, fmt.Errorf("key policy %q: want function=policy", part)
 		}
-		if !contains(known, fn) {
+		if !slices.Contains(known, fn) {
 			sort.Strings(known)
 			return nil, fmt.Errorf("key policy %q: unknown function %q (known: %s)", part, fn, strings.Join(known, ", "))
 		}
@@ -60,15 +61,6 @@ func ParsePolicies(s string, known []string) (Policies, error) {
 		}
 	}
 	return out, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, e := range xs {
-		if e == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Key identifies one operation.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,7 +53,7 @@ func Start(bin string, env ...string) (*Server, error) {
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db-addr", "127.0.0.1:0")
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !contains(configVars, name) {
+		if !slices.Contains(configVars, name) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
@@ -170,13 +171,4 @@ func Build(ctx context.Context, dir string, commands ...string) ([]string, error
 		return nil, fmt.Errorf("loadtest: go build: %w\n%s", err, out)
 	}
 	return paths, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, e := range xs {
-		if e == x {
-			return true
-		}
-	}
-	return false
 }
