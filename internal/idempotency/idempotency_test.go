@@ -124,3 +124,16 @@ func TestLive(t *testing.T) {
 		t.Fatal("a record without expiry expired")
 	}
 }
+
+// TestParsePoliciesLeavesKnownAlone: naming the known functions in an error
+// sorts a copy, never the caller's slice.
+func TestParsePoliciesLeavesKnownAlone(t *testing.T) {
+	known := []string{"get_ticket", "create_ticket"}
+	_, err := ParsePolicies("drop_db=request", known)
+	if err == nil || !strings.Contains(err.Error(), "(known: create_ticket, get_ticket)") {
+		t.Fatalf("ParsePolicies = %v", err)
+	}
+	if known[0] != "get_ticket" || known[1] != "create_ticket" {
+		t.Fatalf("the caller's slice was reordered: %q", known)
+	}
+}

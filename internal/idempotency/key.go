@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/oncecall/oncecall/internal/canonjson"
@@ -36,7 +35,7 @@ func (p Policies) For(fn string) Policy {
 }
 
 // ParsePolicies reads "fn=policy,fn=policy". Every function must be one of
-// known; an empty string means all defaults.
+// known, which it does not change; an empty string means all defaults.
 func ParsePolicies(s string, known []string) (Policies, error) {
 	out := Policies{}
 	for _, part := range strings.Split(s, ",") {
@@ -50,8 +49,7 @@ func ParsePolicies(s string, known []string) (Policies, error) {
 			return nil, fmt.Errorf("key policy %q: want function=policy", part)
 		}
 		if !slices.Contains(known, fn) {
-			sort.Strings(known)
-			return nil, fmt.Errorf("key policy %q: unknown function %q (known: %s)", part, fn, strings.Join(known, ", "))
+			return nil, fmt.Errorf("key policy %q: unknown function %q (known: %s)", part, fn, strings.Join(slices.Sorted(slices.Values(known)), ", "))
 		}
 		switch Policy(pol) {
 		case PolicyArguments, PolicyRequest:
