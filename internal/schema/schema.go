@@ -63,15 +63,12 @@ func (p *Pattern) MatchString(s string) bool { return p.re().MatchString(s) }
 // String returns the regular expression's source.
 func (p *Pattern) String() string { return p.src }
 
-// Function is a Protocol Function: its name, what it does, whether it changes
-// state, and its parameters.
+// Function is a Protocol Function: its name, what it does, and its
+// parameters.
 type Function struct {
 	Name        string
 	Description string
-	// Mutating functions need an operation id and run exactly once per
-	// operation.
-	Mutating bool
-	Params   []Param
+	Params      []Param
 }
 
 // Violation is one problem with the arguments, phrased as what to fix.

@@ -34,7 +34,6 @@ var idPattern = schema.NewPattern(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][
 var Create = &schema.Function{
 	Name:        CreateName,
 	Description: "Create a support ticket. Call it once per problem; if the call fails or times out, call it again with the same arguments and it will not create a duplicate.",
-	Mutating:    true,
 	Params: []schema.Param{
 		{Name: "title", Kind: schema.String, Required: true, MinLength: 1, MaxLength: MaxTitle,
 			Description: "A one-line summary of the problem (1 to 200 characters)."},
