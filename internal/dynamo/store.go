@@ -54,9 +54,6 @@ func New(api API, table string) *Store {
 	return &Store{api: api, table: table, Now: time.Now, Sleep: sleep}
 }
 
-// Table returns the table name.
-func (s *Store) Table() string { return s.table }
-
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
