@@ -55,8 +55,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := dynamotest.New(t)
 	f := &fixture{env: env, proxy: dynamotest.NewProxy(t, env.Endpoint)}
-	f.store = dynamo.New(dynamotest.NewClient(t, f.proxy.URL, env.Requests), env.Table)
-	f.store.Sleep = func(context.Context, time.Duration) error { return nil }
+	f.store = dynamo.New(dynamotest.NewClient(t, f.proxy.URL, env.Requests), env.Table,
+		dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	if _, err := localdb.SeedDemo(context.Background(), f.store); err != nil {
 		t.Fatal(err)
 	}

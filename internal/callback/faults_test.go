@@ -519,8 +519,7 @@ func (r *rig) operation(t testing.TB, user, requestID, args string) *idempotency
 func (r *rig) restarted(t testing.TB) *rig {
 	t.Helper()
 	r2 := &rig{t: t, env: r.env, logs: &logtest.Buffer{}, now: r.clock()}
-	r2.store = dynamo.New(dynamotest.NewClient(t, r.env.Endpoint, r.env.Requests), r.env.Table)
-	r2.store.Now = r2.clock
+	r2.store = dynamo.New(dynamotest.NewClient(t, r.env.Endpoint, r.env.Requests), r.env.Table, dynamo.WithClock(r2.clock))
 	v, err := nonce.NewVerifier(0, localdb.DemoHookKey)
 	if err != nil {
 		t.Fatal(err)

@@ -72,9 +72,8 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	for _, o := range opts {
 		api = o(r, env)
 	}
-	r.store = dynamo.New(api, env.Table)
-	r.store.Now = r.clock
-	r.store.Sleep = func(context.Context, time.Duration) error { return nil }
+	r.store = dynamo.New(api, env.Table, dynamo.WithClock(r.clock),
+		dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
 	if _, err := localdb.SeedDemo(context.Background(), r.store); err != nil {
 		t.Fatal(err)
 	}

@@ -293,7 +293,7 @@ func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":queued": strAV(string(delivery.Queued)), ":owner": strAV(owner), ":at": msAV(at),
-				":attnat": strAV(indexTime(s.Now())), ":one": numAV(1),
+				":attnat": strAV(indexTime(s.now())), ":one": numAV(1),
 			},
 		})
 		return err

@@ -43,15 +43,32 @@ const (
 type Store struct {
 	api   API
 	table string
-	// Now is the clock used for expiry; tests replace it.
-	Now func() time.Time
-	// Sleep waits between attempts; tests replace it.
-	Sleep func(context.Context, time.Duration) error
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock that decides whether an operation has expired
+// (time.Now by default).
+func WithClock(now func() time.Time) Option {
+	return func(s *Store) { s.now = now }
+}
+
+// WithSleep sets how the Store waits between attempts (by default a timer
+// that returns early with ctx's error when ctx ends first).
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(s *Store) { s.sleep = sleep }
 }
 
 // New returns a Store on table.
-func New(api API, table string) *Store {
-	return &Store{api: api, table: table, Now: time.Now, Sleep: sleep}
+func New(api API, table string, opts ...Option) *Store {
+	s := &Store{api: api, table: table, now: time.Now, sleep: sleep}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -74,7 +91,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // an *identity.Revoked (errors.Is ErrRevoked), idempotency.ErrBusy or another
 // error, in which case nothing was written.
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
-	now := s.Now()
+	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
@@ -350,7 +367,7 @@ func (s *Store) backoff(ctx context.Context, attempt int, cause error) error {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 		return spent()
 	}
-	if err := s.Sleep(ctx, wait); err != nil {
+	if err := s.sleep(ctx, wait); err != nil {
 		return idempotency.ErrBusy
 	}
 	return nil

@@ -37,15 +37,16 @@ func newFixture(t *testing.T, api func(*dynamotest.Env) dynamo.API) *fixture {
 	if api != nil {
 		a = api(env)
 	}
-	f.store = dynamo.New(a, env.Table)
-	f.store.Now = func() time.Time { return f.now }
-	f.store.Sleep = func(context.Context, time.Duration) error { return nil }
+	f.store = dynamo.New(a, env.Table, dynamo.WithClock(func() time.Time { return f.now }), dynamo.WithSleep(noSleep))
 	if err := f.store.PutUser(context.Background(), alice); err != nil {
 		t.Fatal(err)
 	}
 	env.Requests.Reset()
 	return f
 }
+
+// noSleep skips the waits between attempts.
+func noSleep(context.Context, time.Duration) error { return nil }
 
 // newProxied is newFixture with the store client behind a fault proxy.
 func newProxied(t *testing.T) (*fixture, *dynamotest.Proxy) {
@@ -487,8 +488,7 @@ func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
 	}
 
 	// Nothing listens: connection refused on every attempt.
-	down := dynamo.New(dynamotest.NewClient(t, "http://127.0.0.1:1", nil), f.env.Table)
-	down.Sleep = f.store.Sleep
+	down := dynamo.New(dynamotest.NewClient(t, "http://127.0.0.1:1", nil), f.env.Table, dynamo.WithSleep(noSleep))
 	if _, err := down.Create(context.Background(), rec, tk, nil); err == nil || errors.Is(err, idempotency.ErrBusy) {
 		t.Fatalf("unreachable store: %v", err)
 	}
