@@ -25,21 +25,32 @@ type EMF struct {
 	namespace string
 	service   string
 	outcomes  []string
-	// Now is the clock stamped on each line; tests replace it.
-	Now func() time.Time
+	now       func() time.Time
 
 	mu  sync.Mutex
 	buf []byte
 }
 
+// Option configures an EMF recorder.
+type Option func(*EMF)
+
+// WithClock sets the clock stamped on each line (time.Now by default).
+func WithClock(now func() time.Time) Option {
+	return func(e *EMF) { e.now = now }
+}
+
 // New returns an EMF recorder writing to w, in CloudWatch namespace
 // namespace, with service (the Lambda function name) as the dimension
 // value. outcomes are the outcome metrics every line carries.
-func New(w io.Writer, namespace, service string, outcomes []string) *EMF {
+func New(w io.Writer, namespace, service string, outcomes []string, opts ...Option) *EMF {
 	if service == "" {
 		service = "oncecall"
 	}
-	return &EMF{w: w, namespace: namespace, service: service, outcomes: slices.Clone(outcomes), Now: time.Now}
+	e := &EMF{w: w, namespace: namespace, service: service, outcomes: slices.Clone(outcomes), now: time.Now}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 type metricDef struct {
@@ -82,7 +93,7 @@ func (e *EMF) Observe(function, outcome string, status int, d time.Duration) {
 		line["function"] = function
 	}
 	line["_aws"] = metadata{
-		Timestamp: e.Now().UnixMilli(),
+		Timestamp: e.now().UnixMilli(),
 		CloudWatchMetrics: []directive{{
 			Namespace: e.namespace, Dimensions: [][]string{{Dimension}}, Metrics: defs,
 		}},

@@ -99,8 +99,8 @@ func num(t *testing.T, m map[string]any, key string) float64 {
 
 func TestObserveWritesOneEMFLinePerCall(t *testing.T) {
 	w := &writes{}
-	e := metrics.New(w, "oncecall-test", "oncecall-CallbackFunction-abc", callback.Outcomes)
-	e.Now = func() time.Time { return time.UnixMilli(1764500000123) }
+	e := metrics.New(w, "oncecall-test", "oncecall-CallbackFunction-abc", callback.Outcomes,
+		metrics.WithClock(func() time.Time { return time.UnixMilli(1764500000123) }))
 
 	for _, outcome := range callback.Outcomes {
 		e.Observe("create_ticket", outcome, 200, 12345*time.Microsecond)
