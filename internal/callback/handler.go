@@ -71,9 +71,6 @@ const (
 var Outcomes = []string{protocol.StatusCreated, OutcomeDeduplicated, protocol.StatusRejected, protocol.StatusInProgress,
 	protocol.StatusBusy, OutcomeUnauthorized, protocol.StatusError, protocol.StatusFound, protocol.StatusNotFound, OutcomeListed}
 
-// DefaultRetention is how long an operation deduplicates unless configured.
-const DefaultRetention = 24 * time.Hour
-
 // ResponseReserve is kept back from the caller's deadline so that a slow
 // store still leaves time to answer busy instead of being cut off.
 const ResponseReserve = 250 * time.Millisecond
@@ -101,7 +98,7 @@ type Handler struct {
 func NewHandler(v Authenticator, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
 	return &Handler{
 		Verifier: v, Users: users, Store: store, Functions: ticket.Functions,
-		Policies: idempotency.Policies{}, Retention: DefaultRetention, Logger: logger,
+		Policies: idempotency.Policies{}, Retention: idempotency.DefaultRetention, Logger: logger,
 		Now: time.Now, NewID: ticket.NewID,
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/ticket"
@@ -72,7 +71,7 @@ type Config struct {
 var Defaults = Config{
 	Table:            "oncecall",
 	NonceMaxCost:     nonce.DefaultMaxCost,
-	Retention:        callback.DefaultRetention,
+	Retention:        idempotency.DefaultRetention,
 	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
@@ -82,7 +81,7 @@ var Defaults = Config{
 // so that a deployment missing either fails at cold start.
 var Lambda = Config{
 	NonceMaxCost:     nonce.DefaultMaxCost,
-	Retention:        callback.DefaultRetention,
+	Retention:        idempotency.DefaultRetention,
 	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",

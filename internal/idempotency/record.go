@@ -17,6 +17,10 @@ const (
 	Pending State = "pending"
 )
 
+// DefaultRetention is the deduplication window unless configured: a claimed
+// operation expires this long after it was created (Record.ExpiresAt).
+const DefaultRetention = 24 * time.Hour
+
 // ErrBusy is returned by a store that could not decide a claim in time
 // (contention or throttling that outlasted its retries). The caller may retry
 // the same operation.
