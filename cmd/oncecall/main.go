@@ -55,7 +55,7 @@ func main() {
 func run(addr, dbAddr string) error {
 	base := config.Defaults
 	base.HookKey = localdb.DemoHookKey
-	cfg, err := config.Load(os.Getenv, base)
+	cfg, err := config.Load(os.Getenv, base, app.FunctionNames())
 	if err != nil {
 		return err
 	}

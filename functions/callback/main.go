@@ -19,7 +19,7 @@ import (
 func main() {
 	logger := lambdacontext.NewLogger()
 	ctx := context.Background()
-	cfg, err := config.Load(os.Getenv, config.Lambda)
+	cfg, err := config.Load(os.Getenv, config.Lambda, app.FunctionNames())
 	if err != nil {
 		fatal(err)
 	}

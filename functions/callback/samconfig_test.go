@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
 )
 
@@ -79,7 +80,7 @@ func TestSAMConfig(t *testing.T) {
 	if s.Typed.Resources["HookKeySecret"] == nil && overrides["HookKeySecretArn"] == "" {
 		t.Error("no hook key secret on a first deploy")
 	}
-	if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda); err != nil {
+	if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil {
 		t.Errorf("a deploy with samconfig.toml's overrides does not start: %v", err)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation/lambda"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/dynamo"
@@ -496,7 +497,7 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 	get := func(k string) string {
 		return strings.NewReplacer("ref:Table", "oncecall-Table-ABC", "ref:HookKeySecret", existingSecret).Replace(env[k])
 	}
-	c, err := config.Load(get, config.Lambda)
+	c, err := config.Load(get, config.Lambda, app.FunctionNames())
 	if err != nil {
 		t.Fatalf("the deployed environment does not load: %v", err)
 	}
@@ -510,7 +511,7 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 			s := deploy(t, map[string]string{name: scalar(v)})
 			env := s.env(t)
 			env[config.EnvTable], env[config.EnvHookKeySecret] = "oncecall-Table-ABC", existingSecret
-			if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda); err != nil {
+			if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil {
 				t.Errorf("%s=%v: %v", name, v, err)
 			}
 		}
@@ -518,7 +519,7 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 	for _, r := range []string{"1m", "90m", "8760h"} {
 		env := deploy(t, map[string]string{"Retention": r}).env(t)
 		env[config.EnvTable], env[config.EnvHookKeySecret] = "oncecall-Table-ABC", existingSecret
-		if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda); err != nil {
+		if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil {
 			t.Errorf("Retention=%s: %v", r, err)
 		}
 	}

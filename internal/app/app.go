@@ -23,7 +23,18 @@ import (
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/secret"
+	"github.com/oncecall/oncecall/internal/ticket"
 )
+
+// FunctionNames names the functions the handler serves, in listing order:
+// the ones a KEY_POLICY may name (config.Load takes them).
+func FunctionNames() []string {
+	names := make([]string, len(ticket.Functions))
+	for i, f := range ticket.Functions {
+		names[i] = f.Name
+	}
+	return names
+}
 
 // Store opens the DynamoDB store that cfg names.
 func Store(awsCfg aws.Config, cfg config.Config, opts ...func(*dynamodb.Options)) *dynamo.Store {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/nonce"
-	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // Environment variables.
@@ -87,9 +86,11 @@ var Lambda = Config{
 	MetricsNamespace: "oncecall",
 }
 
-// Load reads the environment through getenv over the defaults in base. It
-// reports every problem at once.
-func Load(getenv func(string) string, base Config) (Config, error) {
+// Load reads the environment through getenv over the defaults in base.
+// functions are the names KEY_POLICY may give a policy: the functions the
+// handler serves (internal/app has them). Load reports every problem at
+// once.
+func Load(getenv func(string) string, base Config, functions []string) (Config, error) {
 	c := base
 	var errs []error
 	bad := func(name, format string, args ...any) {
@@ -165,11 +166,7 @@ func Load(getenv func(string) string, base Config) (Config, error) {
 			c.UserCacheTTL = d
 		}
 	}
-	names := make([]string, len(ticket.Functions))
-	for i, f := range ticket.Functions {
-		names[i] = f.Name
-	}
-	if pol, err := idempotency.ParsePolicies(getenv(EnvKeyPolicy), names); err != nil {
+	if pol, err := idempotency.ParsePolicies(getenv(EnvKeyPolicy), functions); err != nil {
 		bad(EnvKeyPolicy, "%v", err)
 	} else {
 		c.Policies = pol

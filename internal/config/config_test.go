@@ -14,6 +14,10 @@ import (
 
 const secretARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-hook-key-AbCdEf"
 
+// functions are the names KEY_POLICY may give policies, as internal/app
+// passes them.
+var functions = []string{"create_ticket", "get_ticket"}
+
 // env is a getenv over a map.
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
@@ -40,7 +44,7 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 	e[config.EnvMetrics] = "true"
 	e[config.EnvMetricsNS] = "oncecall-prod"
 	e[config.EnvFunctionName] = "oncecall-CallbackFunction-XYZ"
-	c, err := config.Load(env(e), config.Lambda)
+	c, err := config.Load(env(e), config.Lambda, functions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +64,7 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 }
 
 func TestLoadLambdaDefaults(t *testing.T) {
-	c, err := config.Load(env(lambdaEnv()), config.Lambda)
+	c, err := config.Load(env(lambdaEnv()), config.Lambda, functions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +122,7 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 			for k, v := range tc.set {
 				e[k] = v
 			}
-			c, err := config.Load(env(e), config.Lambda)
+			c, err := config.Load(env(e), config.Lambda, functions)
 			if err == nil {
 				t.Fatalf("Load accepted it: %+v", c)
 			}
@@ -148,7 +152,7 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 
 func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 	e := map[string]string{config.EnvNonceMaxCost: "99", config.EnvRetention: "forever", config.EnvMetrics: "maybe"}
-	_, err := config.Load(env(e), config.Lambda)
+	_, err := config.Load(env(e), config.Lambda, functions)
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -162,14 +166,14 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 func TestLoadLocalDefaultKeyGivesWayToASecret(t *testing.T) {
 	base := config.Defaults
 	base.HookKey = "local-default"
-	c, err := config.Load(env(map[string]string{config.EnvHookKeySecret: secretARN}), base)
+	c, err := config.Load(env(map[string]string{config.EnvHookKeySecret: secretARN}), base, functions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.HookKey != "" || c.HookKeySecretARN != secretARN {
 		t.Errorf("HookKey=%q secret=%q: the secret must be the only source", c.HookKey, c.HookKeySecretARN)
 	}
-	c, err = config.Load(env(nil), base)
+	c, err = config.Load(env(nil), base, functions)
 	if err != nil || c.HookKey != "local-default" || c.Table != "oncecall" {
 		t.Errorf("local defaults: %+v, %v", c, err)
 	}

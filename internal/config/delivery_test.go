@@ -11,7 +11,7 @@ import (
 const destSecretARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-destination-AbCdEf"
 
 func TestDeliveryIsOffByDefault(t *testing.T) {
-	c, err := config.Load(env(lambdaEnv()), config.Lambda)
+	c, err := config.Load(env(lambdaEnv()), config.Lambda, functions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestDeliveryWebhook(t *testing.T) {
 	e[config.EnvMaxAttempts] = "6"
 	e[config.EnvMaxAge] = "12h"
 	e[config.EnvInlineTimeout] = "2s"
-	c, err := config.Load(env(e), config.Lambda)
+	c, err := config.Load(env(e), config.Lambda, functions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestDeliveryZendeskFromSubdomain(t *testing.T) {
 	e[config.EnvDestination] = "zendesk"
 	e[config.EnvZendeskSubdomain] = "acme-support"
 	e[config.EnvZendeskTenantField] = "360001"
-	c, err := config.Load(env(e), config.Lambda)
+	c, err := config.Load(env(e), config.Lambda, functions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestDeliveryRefusals(t *testing.T) {
 		for k, v := range c.set {
 			e[k] = v
 		}
-		_, err := config.Load(env(e), config.Lambda)
+		_, err := config.Load(env(e), config.Lambda, functions)
 		if err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("Load(%v) = %v, want it to say %q", c.set, err, c.says)
 		}
