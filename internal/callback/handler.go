@@ -245,7 +245,7 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 
 	// Authorize and validate.
 	if fn == nil {
-		return h.reject(e, "unknown_function", fmt.Sprintf("There is no function %q. The functions are %s.", protocol.Clip(req.Function), h.functionNames()))
+		return h.reject(e, "unknown_function", fmt.Sprintf("There is no function %q. The functions are %s.", canonjson.Clip(req.Function), h.functionNames()))
 	}
 	if !user.Allows(fn.Name) {
 		return h.deny(e, http.StatusForbidden, "function_not_granted", "This user may not call "+fn.Name+".")

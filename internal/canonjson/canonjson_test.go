@@ -274,3 +274,25 @@ func TestParseStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", 100)
+	c := Clip(long)
+	if len(c) > 70 || !strings.HasSuffix(c, "…") || !strings.HasPrefix(long, strings.TrimSuffix(c, "…")) {
+		t.Fatalf("Clip = %q", c)
+	}
+	if Clip("short") != "short" {
+		t.Fatal("short string changed")
+	}
+}
+
+func TestKind(t *testing.T) {
+	for v, want := range map[any]string{nil: "null", "s": "a string", 1.5: "a number", true: "a boolean"} {
+		if got := Kind(v); got != want {
+			t.Errorf("Kind(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if Kind([]any{}) != "an array" || Kind(map[string]any{}) != "an object" {
+		t.Error("Kind of an array or an object")
+	}
+}

@@ -11,4 +11,7 @@
 // Append writes a parsed value in canonical form: members sorted by their
 // UTF-16 code units, numbers in the ECMAScript Number.prototype.toString form,
 // and strings with the minimal escaping that JCS prescribes.
+//
+// Kind and Clip phrase refusals of a parsed document: the type of a value,
+// and a caller's string shortened before it is echoed.
 package canonjson

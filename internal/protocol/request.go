@@ -127,7 +127,7 @@ func Decode(body []byte) (*Request, *Problem) {
 		}
 	case string:
 		if t != TypeToolCall {
-			return nil, envelope("type %q is not supported; only %q", Clip(t), TypeToolCall)
+			return nil, envelope("type %q is not supported; only %q", canonjson.Clip(t), TypeToolCall)
 		}
 	default:
 		return nil, envelope("type must be the string %q", TypeToolCall)
@@ -154,7 +154,7 @@ func Decode(body []byte) (*Request, *Problem) {
 		}
 		req.Arguments = map[string]any{}
 	default:
-		return nil, arguments("function.content must be a JSON object of named arguments, not %s", Kind(c))
+		return nil, arguments("function.content must be a JSON object of named arguments, not %s", canonjson.Kind(c))
 	}
 
 	ctx, p := object(root, "context")
@@ -176,7 +176,7 @@ func Decode(body []byte) (*Request, *Problem) {
 	}
 	if moment != "" {
 		if req.Moment, err = ParseMoment(moment); err != nil {
-			return nil, envelope("context.moment %q is not an ISO 8601 date-time", Clip(moment))
+			return nil, envelope("context.moment %q is not an ISO 8601 date-time", canonjson.Clip(moment))
 		}
 	}
 	md, p := object(ctx, "metadata")
@@ -189,10 +189,10 @@ func Decode(body []byte) (*Request, *Problem) {
 	for k, v := range md {
 		s, ok := v.(string)
 		if !ok {
-			return nil, envelope("context.metadata.%s must be a string, not %s", Clip(k), Kind(v))
+			return nil, envelope("context.metadata.%s must be a string, not %s", canonjson.Clip(k), canonjson.Kind(v))
 		}
 		if len(s) > MaxMetadataValueBytes {
-			return nil, envelope("context.metadata.%s is longer than %d bytes", Clip(k), MaxMetadataValueBytes)
+			return nil, envelope("context.metadata.%s is longer than %d bytes", canonjson.Clip(k), MaxMetadataValueBytes)
 		}
 		req.Metadata[k] = s
 	}
@@ -207,7 +207,7 @@ func object(m map[string]any, name string) (map[string]any, *Problem) {
 	case nil:
 		return map[string]any{}, nil
 	default:
-		return nil, envelope("%s must be an object, not %s", name, Kind(v))
+		return nil, envelope("%s must be an object, not %s", name, canonjson.Kind(v))
 	}
 }
 
@@ -222,7 +222,7 @@ func optString(m map[string]any, name, path string, limit int) (string, *Problem
 		}
 		return v, nil
 	default:
-		return "", envelope("%s must be a string or null, not %s", path, Kind(v))
+		return "", envelope("%s must be a string or null, not %s", path, canonjson.Kind(v))
 	}
 }
 
@@ -254,37 +254,4 @@ func clipMiddle(s string) string {
 		tail++
 	}
 	return s[:head] + "…" + s[tail:]
-}
-
-// Kind names a decoded JSON value's type for messages.
-func Kind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
-// Clip shortens a caller-supplied string before it is echoed in a message.
-func Clip(s string) string {
-	const limit = 64
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

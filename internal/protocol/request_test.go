@@ -94,17 +94,6 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
-func TestClip(t *testing.T) {
-	long := strings.Repeat("é", 100)
-	c := Clip(long)
-	if len(c) > 70 || !strings.HasSuffix(c, "…") || !strings.HasPrefix(long, strings.TrimSuffix(c, "…")) {
-		t.Fatalf("Clip = %q", c)
-	}
-	if Clip("short") != "short" {
-		t.Fatal("short string changed")
-	}
-}
-
 func TestRequestID(t *testing.T) {
 	for _, c := range []struct {
 		name, rid, code, says string

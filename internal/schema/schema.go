@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/canonjson"
 )
 
 // Kind is the JSON type of a parameter.
@@ -97,7 +97,7 @@ func (f *Function) Validate(args map[string]any) []Violation {
 	var unknown []string
 	for k := range args {
 		if f.param(k) == nil {
-			unknown = append(unknown, protocol.Clip(k))
+			unknown = append(unknown, canonjson.Clip(k))
 		}
 	}
 	if len(unknown) > 0 {
@@ -131,7 +131,7 @@ func (p *Param) check(v any) string {
 	case StringList:
 		list, ok := v.([]any)
 		if !ok {
-			return fmt.Sprintf("%s must be an array of strings, not %s", p.Name, protocol.Kind(v))
+			return fmt.Sprintf("%s must be an array of strings, not %s", p.Name, canonjson.Kind(v))
 		}
 		if p.MaxItems > 0 && len(list) > p.MaxItems {
 			return fmt.Sprintf("%s has %d items; send at most %d", p.Name, len(list), p.MaxItems)
@@ -140,13 +140,13 @@ func (p *Param) check(v any) string {
 		for i, e := range list {
 			s, ok := e.(string)
 			if !ok {
-				return fmt.Sprintf("%s[%d] must be a string, not %s", p.Name, i, protocol.Kind(e))
+				return fmt.Sprintf("%s[%d] must be a string, not %s", p.Name, i, canonjson.Kind(e))
 			}
 			if msg := p.checkString(fmt.Sprintf("%s[%d]", p.Name, i), s); msg != "" {
 				return msg
 			}
 			if seen[s] {
-				return fmt.Sprintf("%s[%d] repeats %q; send each value once", p.Name, i, protocol.Clip(s))
+				return fmt.Sprintf("%s[%d] repeats %q; send each value once", p.Name, i, canonjson.Clip(s))
 			}
 			seen[s] = true
 		}
@@ -154,7 +154,7 @@ func (p *Param) check(v any) string {
 	default:
 		s, ok := v.(string)
 		if !ok {
-			return fmt.Sprintf("%s must be a string, not %s", p.Name, protocol.Kind(v))
+			return fmt.Sprintf("%s must be a string, not %s", p.Name, canonjson.Kind(v))
 		}
 		return p.checkString(p.Name, s)
 	}
@@ -183,10 +183,10 @@ func (p *Param) checkString(at, s string) string {
 		}
 	}
 	if len(p.Enum) > 0 && !slices.Contains(p.Enum, s) {
-		return fmt.Sprintf("%s %q is not one of %s", at, protocol.Clip(s), quoteList(p.Enum))
+		return fmt.Sprintf("%s %q is not one of %s", at, canonjson.Clip(s), quoteList(p.Enum))
 	}
 	if p.Pattern != nil && !p.Pattern.MatchString(s) {
-		return fmt.Sprintf("%s %q is not %s", at, protocol.Clip(s), p.PatternHint)
+		return fmt.Sprintf("%s %q is not %s", at, canonjson.Clip(s), p.PatternHint)
 	}
 	return ""
 }
