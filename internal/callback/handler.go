@@ -228,12 +228,8 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 	}
 	ctx, cancel := storeContext(ctx)
 	defer cancel()
-	user, err := h.Users.Lookup(ctx, req.ExternalUserID)
 	fn := h.function(req.Function)
-	if err == nil && fn != nil && !user.Allows(fn.Name) {
-		// Never refuse on a cached record: it may predate a grant.
-		user, err = h.Users.Reload(ctx, req.ExternalUserID)
-	}
+	user, err := h.identify(ctx, req.ExternalUserID, fn)
 	switch {
 	case errors.Is(err, identity.ErrUnknown):
 		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
@@ -265,6 +261,21 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 		return h.get(ctx, req, user, e)
 	}
 	return h.fail(e, fmt.Errorf("function %s has no implementation", fn.Name))
+}
+
+// identify returns the caller's record. A record from the cache that would
+// refuse the call (a disabled user, a function not granted) is loaded again
+// first: it may predate a re-activation or a grant, and a refusal never
+// rests on the cache alone.
+func (h *Handler) identify(ctx context.Context, externalID string, fn *schema.Function) (identity.User, error) {
+	user, cached, err := h.Users.Lookup(ctx, externalID)
+	if err != nil || !cached {
+		return user, err
+	}
+	if user.Active && (fn == nil || user.Allows(fn.Name)) {
+		return user, nil
+	}
+	return h.Users.Reload(ctx, externalID)
 }
 
 // storeContext keeps ResponseReserve of the caller's deadline for answering.

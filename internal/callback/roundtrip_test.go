@@ -313,3 +313,55 @@ func TestDeletedUserIsRefused(t *testing.T) {
 		t.Errorf("%d tickets, want 1", got)
 	}
 }
+
+// TestRefusalsOnACachedRecordReloadIt: a refusal never rests on a cached
+// record alone. A cached record that would refuse the call (disabled, or
+// the function not granted) is loaded again first, whatever function is
+// called, even one that does not exist; a record just loaded from the store
+// is not loaded twice.
+func TestRefusalsOnACachedRecordReloadIt(t *testing.T) {
+	r := newRig(t)
+	put := func(id string, active bool, functions ...string) {
+		t.Helper()
+		for _, u := range localdb.DemoUsers {
+			if u.ExternalID == id {
+				u.Active, u.Functions = active, functions
+				if err := r.store.PutUser(context.Background(), u); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+		t.Fatalf("no demo user %s", id)
+	}
+	step := func(name, body, wantKind string, want ops) {
+		t.Helper()
+		var p reply
+		got := r.measure(func() { p = r.call(body) })
+		if kind(p) != wantKind {
+			t.Errorf("%s: %d %s, want %s", name, p.status, p.raw, wantKind)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s took %v, want %v", name, got, want)
+		}
+	}
+	unknown := callBody("user-d", "r-1", "close_ticket", `{}`)
+
+	// Cold: the record comes from the store, and is refused as it is.
+	step("cold disabled user", create("user-d", "r-1", signIn), "user_disabled", ops{"GetItem": 1})
+	step("cold user without the function", create("user-e", "r-1", signIn), "function_not_granted", ops{"GetItem": 1})
+
+	// Cached and still disabled: reloaded, then refused.
+	step("cached disabled user, unknown function", unknown, "user_disabled", ops{"GetItem": 1})
+
+	// Enabled behind the cache: the reload finds it active.
+	put("user-d", true, ticket.CreateName, ticket.GetName)
+	step("cached disabled user enabled since, unknown function", unknown, "unknown_function", ops{"GetItem": 1})
+
+	// Granted behind the cache: the reload finds the grant.
+	put("user-e", true, ticket.CreateName, ticket.GetName)
+	step("cached user granted since", create("user-e", "r-1", signIn), "created", ops{"GetItem": 1, "TransactWriteItems": 1})
+
+	// A cached record that refuses nothing is not reloaded.
+	step("cached active user, unknown function", unknown, "unknown_function", ops{})
+}

@@ -86,24 +86,25 @@ func NewDirectory(src Source, ttl time.Duration, now func() time.Time) *Director
 	return &Directory{src: src, ttl: ttl, now: now, entries: map[string]entry{}}
 }
 
-// Lookup returns the record for externalID from the cache or the Source.
-// Unknown users are not cached.
-func (d *Directory) Lookup(ctx context.Context, externalID string) (User, error) {
+// Lookup returns the record for externalID from the cache or the Source,
+// and whether it came from the cache: a cached record may be up to the TTL
+// old. Unknown users are not cached.
+func (d *Directory) Lookup(ctx context.Context, externalID string) (u User, cached bool, err error) {
 	now := d.now()
 	if d.ttl > 0 {
 		d.mu.Lock()
 		e, ok := d.entries[externalID]
 		d.mu.Unlock()
 		if ok && now.Before(e.expires) {
-			return e.user, nil
+			return e.user, true, nil
 		}
 	}
-	u, err := d.src.LoadUser(ctx, externalID)
+	u, err = d.src.LoadUser(ctx, externalID)
 	if err != nil {
-		return User{}, err
+		return User{}, false, err
 	}
 	d.Remember(u)
-	return u, nil
+	return u, false, nil
 }
 
 // Reload drops externalID from the cache and loads it again. Callers use it
@@ -111,7 +112,8 @@ func (d *Directory) Lookup(ctx context.Context, externalID string) (User, error)
 // effect at once rather than when the entry expires.
 func (d *Directory) Reload(ctx context.Context, externalID string) (User, error) {
 	d.Forget(externalID)
-	return d.Lookup(ctx, externalID)
+	u, _, err := d.Lookup(ctx, externalID)
+	return u, err
 }
 
 // Remember caches u, for example after a store read returned a fresh record.

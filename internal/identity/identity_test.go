@@ -45,7 +45,7 @@ func TestDirectoryCachesForTTL(t *testing.T) {
 	c := &clock{now: time.Unix(1_000_000, 0)}
 	d := identity.NewDirectory(s, 30*time.Second, c.Now)
 	for range 3 {
-		u, err := d.Lookup(context.Background(), "u1")
+		u, _, err := d.Lookup(context.Background(), "u1")
 		if err != nil || u.Tenant != "t1" || !u.Allows("f") || u.Allows("g") {
 			t.Fatalf("Lookup = %+v, %v", u, err)
 		}
@@ -54,28 +54,55 @@ func TestDirectoryCachesForTTL(t *testing.T) {
 		t.Fatalf("3 lookups took %d store requests, want 1", n)
 	}
 	c.add(30 * time.Second)
-	if _, err := d.Lookup(context.Background(), "u1"); err != nil {
+	if _, _, err := d.Lookup(context.Background(), "u1"); err != nil {
 		t.Fatal(err)
 	}
 	if n := env.Requests.Load(); n != 2 {
 		t.Fatalf("an expired entry was not reloaded (%d requests)", n)
 	}
 	d.Forget("u1")
-	if _, err := d.Lookup(context.Background(), "u1"); err != nil || env.Requests.Load() != 3 {
+	if _, _, err := d.Lookup(context.Background(), "u1"); err != nil || env.Requests.Load() != 3 {
 		t.Fatalf("Forget did not force a reload: %v, %d", err, env.Requests.Load())
+	}
+}
+
+// TestLookupSaysWhereTheRecordCameFrom: from the store on the first
+// lookup, after Forget and after the TTL; from the cache otherwise.
+func TestLookupSaysWhereTheRecordCameFrom(t *testing.T) {
+	s, _ := newStore(t)
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	d := identity.NewDirectory(s, 30*time.Second, c.Now)
+	lookup := func(want bool, when string) {
+		t.Helper()
+		if u, cached, err := d.Lookup(context.Background(), "u1"); err != nil || u.Tenant != "t1" || cached != want {
+			t.Fatalf("%s: Lookup = %+v, cached %v, %v; want cached %v", when, u, cached, err, want)
+		}
+	}
+	lookup(false, "first lookup")
+	lookup(true, "second lookup")
+	d.Forget("u1")
+	lookup(false, "after Forget")
+	c.add(30 * time.Second)
+	lookup(false, "after the TTL")
+	if _, err := d.Reload(context.Background(), "u1"); err != nil {
+		t.Fatal(err)
+	}
+	lookup(true, "after Reload")
+	if _, cached, err := identity.NewDirectory(s, 0, nil).Lookup(context.Background(), "u1"); err != nil || cached {
+		t.Fatalf("TTL 0: cached %v, %v", cached, err)
 	}
 }
 
 func TestDirectoryDoesNotCacheUnknownUsers(t *testing.T) {
 	s, _ := newStore(t)
 	d := identity.NewDirectory(s, time.Minute, nil)
-	if _, err := d.Lookup(context.Background(), "nobody"); !errors.Is(err, identity.ErrUnknown) {
+	if _, _, err := d.Lookup(context.Background(), "nobody"); !errors.Is(err, identity.ErrUnknown) {
 		t.Fatalf("Lookup(nobody) = %v", err)
 	}
 	if err := s.PutUser(context.Background(), identity.User{ExternalID: "nobody", Tenant: "t1", Active: true, Functions: []string{"f"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Lookup(context.Background(), "nobody"); err != nil {
+	if _, _, err := d.Lookup(context.Background(), "nobody"); err != nil {
 		t.Fatalf("a new user stayed unknown: %v", err)
 	}
 }
@@ -84,7 +111,7 @@ func TestDirectoryWithoutCache(t *testing.T) {
 	s, env := newStore(t)
 	d := identity.NewDirectory(s, 0, nil)
 	for range 2 {
-		if _, err := d.Lookup(context.Background(), "u1"); err != nil {
+		if _, _, err := d.Lookup(context.Background(), "u1"); err != nil {
 			t.Fatal(err)
 		}
 	}
