@@ -14,6 +14,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -206,6 +207,26 @@ func TestRejectionsSayWhatToFix(t *testing.T) {
 	u := r.call(callBody("user-a", "r-1", "delete_everything", `{}`))
 	if !strings.Contains(u.message(), "create_ticket, get_ticket") {
 		t.Errorf("unknown function message does not name the functions: %s", u.message())
+	}
+}
+
+// TestLongStringIsTooLarge sends, over HTTP, a description of 40,000
+// characters, past the limit on any string in a body: the answer is the
+// table's too_large, 200 and rejected, naming the limit and the argument to
+// shorten, and nothing is written.
+func TestLongStringIsTooLarge(t *testing.T) {
+	r := newRig(t)
+	p := r.call(create("user-a", "r-1", `{"title":"Cannot sign in","description":"`+strings.Repeat("d", 40_000)+`"}`))
+	if p.status != 200 || p.str("status") != "rejected" || p.code() != protocol.CodeTooLarge {
+		t.Fatalf("40,000-character description: %d %s", p.status, p.raw[:min(len(p.raw), 300)])
+	}
+	for _, want := range []string{"function.content.description", "longer than 32768 bytes", "Shorten it"} {
+		if !strings.Contains(p.message(), want) {
+			t.Errorf("message %q does not say %q", p.message(), want)
+		}
+	}
+	if r.tickets() != 0 || r.operations() != 0 {
+		t.Fatal("a refused call wrote something")
 	}
 }
 

@@ -275,6 +275,25 @@ func TestParseStrings(t *testing.T) {
 	}
 }
 
+// TestTooLongIsMatchable: a string or member name past the limit is
+// ErrTooLong (and still ErrSyntax); no other refusal is.
+func TestTooLongIsMatchable(t *testing.T) {
+	long := strings.Repeat("a", 17)
+	for in, want := range map[string]bool{
+		`{"k":"` + long + `"}`:                  true,
+		`{"` + long + `":1}`:                    true,
+		`["` + strings.Repeat("\\n", 17) + `"]`: true,
+		`{"k":1,"k":2}`:                         false,
+		`[1e999]`:                               false,
+		`"\ud800"`:                              false,
+	} {
+		_, err := Parse([]byte(in), Limits{MaxStringBytes: 16})
+		if err == nil || !errors.Is(err, ErrSyntax) || errors.Is(err, ErrTooLong) != want {
+			t.Errorf("Parse(%s) = %v; want ErrSyntax, ErrTooLong %v", in, err, want)
+		}
+	}
+}
+
 func TestClip(t *testing.T) {
 	long := strings.Repeat("é", 100)
 	c := Clip(long)

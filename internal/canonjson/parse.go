@@ -36,6 +36,11 @@ const MaxSafeInteger = 1<<53 - 1
 // invalid input from other failures with errors.Is.
 var ErrSyntax = errors.New("invalid JSON")
 
+// ErrTooLong is matched, with errors.Is, by the error for a string or
+// member name longer than Limits.MaxStringBytes: the document may be
+// valid, but it is too large to accept.
+var ErrTooLong = errors.New("string longer than the limit")
+
 // Error describes why a document was refused and where.
 type Error struct {
 	// Path locates the offending value, in the form `a.b[2].c` ("" for the
@@ -45,6 +50,8 @@ type Error struct {
 	Offset int
 	// Reason says what is wrong, in words a caller can act on.
 	Reason string
+	// tooLong marks a string past Limits.MaxStringBytes (ErrTooLong).
+	tooLong bool
 }
 
 func (e *Error) Error() string {
@@ -56,6 +63,10 @@ func (e *Error) Error() string {
 
 // Unwrap lets errors.Is(err, ErrSyntax) match.
 func (e *Error) Unwrap() error { return ErrSyntax }
+
+// Is reports whether target is ErrTooLong and e refuses a string for its
+// length.
+func (e *Error) Is(target error) bool { return target == ErrTooLong && e.tooLong }
 
 // Parse decodes data as one JSON value. Objects become map[string]any, arrays
 // []any, strings string, numbers float64, true/false bool and null nil.
@@ -94,6 +105,11 @@ type parser struct {
 
 func (p *parser) fail(reason string) error {
 	return &Error{Path: p.pathString(), Offset: p.pos, Reason: reason}
+}
+
+// tooLong refuses a string past Limits.MaxStringBytes.
+func (p *parser) tooLong() error {
+	return &Error{Path: p.pathString(), Offset: p.pos, Reason: fmt.Sprintf("string longer than %d bytes", p.lim.MaxStringBytes), tooLong: true}
 }
 
 func (p *parser) pathString() string {
@@ -267,7 +283,7 @@ func (p *parser) str() (any, error) {
 		c := p.data[i]
 		if c == '"' {
 			if p.lim.MaxStringBytes > 0 && i-start > p.lim.MaxStringBytes {
-				return nil, p.fail(fmt.Sprintf("string longer than %d bytes", p.lim.MaxStringBytes))
+				return nil, p.tooLong()
 			}
 			p.pos = i + 1
 			return p.text[start:i], nil
@@ -289,7 +305,7 @@ func (p *parser) str() (any, error) {
 	p.buf = append(p.buf[:0], p.data[start:i]...)
 	for {
 		if p.lim.MaxStringBytes > 0 && len(p.buf) > p.lim.MaxStringBytes {
-			return nil, p.fail(fmt.Sprintf("string longer than %d bytes", p.lim.MaxStringBytes))
+			return nil, p.tooLong()
 		}
 		if i >= len(p.data) {
 			p.pos = i

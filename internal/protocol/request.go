@@ -110,6 +110,10 @@ func Decode(body []byte) (*Request, *Problem) {
 	if err != nil {
 		var se *canonjson.Error
 		if errors.As(err, &se) && (se.Path == contentPath || strings.HasPrefix(se.Path, contentPath+".") || strings.HasPrefix(se.Path, contentPath+"[")) {
+			if errors.Is(err, canonjson.ErrTooLong) {
+				return nil, &Problem{Status: http.StatusOK, Code: CodeTooLarge, Message: fmt.Sprintf(
+					"a string in %s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipMiddle(se.Path), MaxStringBytes)}
+			}
 			return nil, arguments("the arguments are not valid: %s. Send function arguments as one JSON object with unique member names.", clipMiddle(se.Error()))
 		}
 		return nil, envelope("the body is not acceptable JSON: %s", clipMiddle(err.Error()))

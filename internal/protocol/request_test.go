@@ -61,6 +61,12 @@ func TestDecodeRefuses(t *testing.T) {
 		{"bad moment", `{"function":{"name":"f","content":{}},"context":{"moment":"yesterday"}}`, 400, CodeInvalidRequest, "context.moment"},
 		{"context string", `{"function":{"name":"f","content":{}},"context":"x"}`, 400, CodeInvalidRequest, "context must be an object"},
 		{"too large", huge, 200, CodeTooLarge, "longer than the limit of 131072 bytes"},
+		{"argument past the string limit", `{"function":{"name":"f","content":{"d":"` + strings.Repeat("x", MaxStringBytes+1) + `"}}}`, 200, CodeTooLarge,
+			"a string in function.content.d is longer than 32768 bytes, the limit for any string. Shorten it"},
+		{"argument name past the string limit", `{"function":{"name":"f","content":{"` + strings.Repeat("x", MaxStringBytes+1) + `":1}}}`, 200, CodeTooLarge,
+			"a string in function.content is longer than 32768 bytes"},
+		{"envelope string past the limit", `{"function":{"name":"f","content":{}},"context":{"x":"` + strings.Repeat("x", MaxStringBytes+1) + `"}}`, 400, CodeInvalidRequest,
+			"string longer than 32768 bytes at context.x"},
 		{"deep arguments", `{"function":{"name":"f","content":` + strings.Repeat(`{"a":`, MaxDepth) + `1` + strings.Repeat(`}`, MaxDepth) + `}}`, 200, CodeInvalidArguments, "nesting deeper than 64"},
 	}
 	for _, c := range cases {
