@@ -83,7 +83,7 @@ func run(addr, dbAddr string) error {
 			c.CloseIdleConnections()
 		}
 	}()
-	store := app.Store(awsCfg, cfg)
+	store := app.Store(awsCfg, cfg, dynamo.WithLogger(logger))
 	setup, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	admin := app.AdminClient(awsCfg, cfg)

@@ -14,6 +14,7 @@ import (
 	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
 func main() {
@@ -30,7 +31,7 @@ func main() {
 	if cfg, err = app.ResolveHookKey(ctx, awsCfg, cfg); err != nil {
 		fatal(err)
 	}
-	h, err := app.Handler(cfg, app.Store(awsCfg, cfg), logger)
+	h, err := app.Handler(cfg, app.Store(awsCfg, cfg, dynamo.WithLogger(logger)), logger)
 	if err != nil {
 		fatal(err)
 	}

@@ -36,10 +36,10 @@ func FunctionNames() []string {
 	return names
 }
 
-// Store opens the DynamoDB store that cfg names.
-func Store(awsCfg aws.Config, cfg config.Config, opts ...func(*dynamodb.Options)) *dynamo.Store {
-	opts = append([]func(*dynamodb.Options){dynamo.Options(cfg.Endpoint)}, opts...)
-	return dynamo.New(dynamodb.NewFromConfig(awsCfg, opts...), cfg.Table)
+// Store opens the DynamoDB store that cfg names, with opts (such as
+// dynamo.WithLogger).
+func Store(awsCfg aws.Config, cfg config.Config, opts ...dynamo.Option) *dynamo.Store {
+	return dynamo.New(dynamodb.NewFromConfig(awsCfg, dynamo.Options(cfg.Endpoint)), cfg.Table, opts...)
 }
 
 // Handler builds the callback handler for cfg over store. cfg.HookKey must

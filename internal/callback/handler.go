@@ -269,13 +269,34 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 // rests on the cache alone.
 func (h *Handler) identify(ctx context.Context, externalID string, fn *schema.Function) (identity.User, error) {
 	user, cached, err := h.Users.Lookup(ctx, externalID)
+	cache := "miss"
+	if cached {
+		cache = "hit"
+	}
+	h.debug(ctx, "user record", slog.String("cache", cache))
 	if err != nil || !cached {
 		return user, err
 	}
-	if user.Active && (fn == nil || user.Allows(fn.Name)) {
+	var refusal string
+	switch {
+	case !user.Active:
+		refusal = "user_disabled"
+	case fn != nil && !user.Allows(fn.Name):
+		refusal = "function_not_granted"
+	default:
 		return user, nil
 	}
+	h.debug(ctx, "user record reloaded before refusing", slog.String("cached_refusal", refusal))
 	return h.Users.Reload(ctx, externalID)
+}
+
+// debug writes a debug line. Like the call's line, it never carries the
+// body, the arguments, externalUserId, the nonce, the hook key or a stored
+// result.
+func (h *Handler) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
+	if h.Logger != nil {
+		h.Logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
+	}
 }
 
 // storeContext keeps ResponseReserve of the caller's deadline for answering.
@@ -345,7 +366,9 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	if p != nil {
 		return h.refuse(e, p)
 	}
-	key, err := idempotency.Derive(h.Policies.For(fn.Name), user.Tenant, rid, fn.Name, req.Arguments)
+	pol := h.Policies.For(fn.Name)
+	h.debug(ctx, "key policy", slog.String("function", fn.Name), slog.String("policy", string(pol)))
+	key, err := idempotency.Derive(pol, user.Tenant, rid, fn.Name, req.Arguments)
 	if err != nil {
 		return h.fail(e, err)
 	}

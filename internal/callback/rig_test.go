@@ -72,8 +72,9 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	for _, o := range opts {
 		api = o(r, env)
 	}
+	logger := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r.store = dynamo.New(api, env.Table, dynamo.WithClock(r.clock),
-		dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
+		dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }), dynamo.WithLogger(logger))
 	if _, err := localdb.SeedDemo(context.Background(), r.store); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,6 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, r.clock), r.store, logger)
 	r.h.Now = r.clock
 	r.srv = httptest.NewServer(httpapi.New(r.h, ""))

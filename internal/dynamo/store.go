@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -41,10 +42,11 @@ const (
 
 // Store is the DynamoDB-backed store. It is safe for concurrent use.
 type Store struct {
-	api   API
-	table string
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
+	api    API
+	table  string
+	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error
+	logger *slog.Logger
 }
 
 // Option configures a Store.
@@ -60,6 +62,12 @@ func WithClock(now func() time.Time) Option {
 // that returns early with ctx's error when ctx ends first).
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(s *Store) { s.sleep = sleep }
+}
+
+// WithLogger sets where the Store writes a debug line for every failed
+// attempt (none by default).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) { s.logger = l }
 }
 
 // New returns a Store on table.
@@ -361,16 +369,48 @@ func (s *Store) backoff(ctx context.Context, attempt int, cause error) error {
 		return sanitize(cause)
 	}
 	if attempt >= MaxAttempts || ctx.Err() != nil {
+		s.logAttempt(ctx, attempt, cause, -1)
 		return spent()
 	}
 	wait := time.Duration(rand.Int64N(int64(BaseBackoff) << (attempt - 1)))
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		s.logAttempt(ctx, attempt, cause, -1)
 		return spent()
 	}
+	s.logAttempt(ctx, attempt, cause, wait)
 	if err := s.sleep(ctx, wait); err != nil {
 		return idempotency.ErrBusy
 	}
 	return nil
+}
+
+// logAttempt writes the debug line of a failed attempt: the operation, the
+// attempt's number, the AWS error code (with a cancelled transaction's
+// reason codes) and the wait before the next attempt, or retry=false when
+// the budget or the deadline is spent. Never the error's message, which can
+// quote request values.
+func (s *Store) logAttempt(ctx context.Context, attempt int, cause error, wait time.Duration) {
+	if s.logger == nil || !s.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 5)
+	var e *Error
+	if errors.As(sanitize(cause), &e) {
+		attrs = append(attrs, slog.String("op", e.Op), slog.String("code", e.Code))
+	} else {
+		attrs = append(attrs, slog.String("code", "no_response"))
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(cause, &tce) {
+		attrs = append(attrs, slog.String("reasons", reasonCodes(tce.CancellationReasons)))
+	}
+	attrs = append(attrs, slog.Int("attempt", attempt))
+	if wait < 0 {
+		attrs = append(attrs, slog.Bool("retry", false))
+	} else {
+		attrs = append(attrs, slog.Bool("retry", true), slog.Float64("wait_ms", float64(wait.Microseconds())/1000))
+	}
+	s.logger.LogAttrs(ctx, slog.LevelDebug, "store attempt failed", attrs...)
 }
 
 func reasonCodes(reasons []types.CancellationReason) string {

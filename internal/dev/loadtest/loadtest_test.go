@@ -343,3 +343,53 @@ func TestOversizedHeaderOnTheServer(t *testing.T) {
 		t.Fatalf("%d tickets after the call at the limit, want 1", n)
 	}
 }
+
+// TestLogLevel starts the real server with LOG_LEVEL=DEBUG and with
+// LOG_LEVEL=INFO, each in front of a store that throttles its first
+// transaction, and makes the same two calls. At DEBUG the log says where
+// the user record came from, which key policy was used and which store
+// attempt failed with which AWS error code; at INFO it holds no DEBUG line.
+func TestLogLevel(t *testing.T) {
+	debugLines := []string{`"msg":"user record","cache":"miss"`, `"msg":"user record","cache":"hit"`,
+		`"msg":"key policy","function":"create_ticket","policy":"arguments"`,
+		`"msg":"store attempt failed","op":"TransactWriteItems","code":"ThrottlingException"`}
+	for _, level := range []string{"DEBUG", "INFO"} {
+		t.Run(level, func(t *testing.T) {
+			endpoint, _ := dynamotest.Endpoint(t)
+			table := "oncecall-test-" + randomHex(6)
+			t.Cleanup(func() { dropTable(t, endpoint, table) })
+			proxy := dynamotest.NewProxy(t, endpoint)
+			proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ThrottlingException"})
+			s := startServer(t, "DYNAMODB_ENDPOINT="+proxy.URL, "TABLE_NAME="+table, "LOG_LEVEL="+level)
+			call := loadtest.Identical(1, "user-a", "r-log-level", map[string]any{"title": "Log levels"})[0]
+			hc := loadtest.NewClient(1)
+			defer hc.CloseIdleConnections()
+			for _, want := range []string{"created", "deduplicated"} {
+				if r := loadtest.Do(context.Background(), hc, s.URL+"/callback", validNonce(t), call); r.Outcome != want {
+					t.Fatalf("call: %+v, want %s", r, want)
+				}
+			}
+			logs := s.Logs()
+			for deadline := time.Now().Add(10 * time.Second); strings.Count(logs, `"msg":"callback"`) < 2 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				logs = s.Logs()
+			}
+			if n := strings.Count(logs, `"msg":"callback"`); n != 2 {
+				t.Fatalf("%d call lines in the log, want 2:\n%s", n, logs)
+			}
+			for _, line := range debugLines {
+				if strings.Contains(logs, line) != (level == "DEBUG") {
+					t.Errorf("LOG_LEVEL=%s: %s in the log: %v\n%s", level, line, level != "DEBUG", logs)
+				}
+			}
+			if level == "INFO" && strings.Contains(logs, `"level":"DEBUG"`) {
+				t.Errorf("LOG_LEVEL=INFO logged at DEBUG:\n%s", logs)
+			}
+			for _, s := range []string{"user-a", "r-log-level", "Log levels", validNonce(t), localdb.DemoHookKey} {
+				if strings.Contains(logs, s) {
+					t.Errorf("the log carries %q", s)
+				}
+			}
+		})
+	}
+}

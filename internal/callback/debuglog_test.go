@@ -1,0 +1,78 @@
+package callback_test
+
+import (
+	"encoding/json"
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+)
+
+// debugLines returns the DEBUG lines logged so far, each without its time
+// and level.
+func (r *rig) debugLines() []map[string]any {
+	r.t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(r.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			r.t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["level"] == "DEBUG" {
+			delete(m, "time")
+			delete(m, "level")
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestDebugLines: at DEBUG the handler says where each user record came
+// from, why a cached one was read again, and which key policy a create used,
+// and the store says each failed attempt with its AWS error code. None of
+// these lines carries the body, the arguments, externalUserId, the request
+// id, the nonce, the hook key, a ticket id or a stored result.
+func TestDebugLines(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	r := newRig(t, viaProxy(&proxy))
+	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ThrottlingException"})
+	a := r.call(create("user-a", "r-debug", signIn)) // store miss; throttled once, then created
+	r.call(create("user-a", "r-debug", signIn))      // cache hit; deduplicated
+	r.call(create("user-d", "r-debug", signIn))      // store miss; disabled
+	r.call(create("user-d", "r-debug", signIn))      // cache hit, read again; disabled
+	if kind(a) != "created" {
+		t.Fatalf("first call: %s", a.raw)
+	}
+
+	policy := map[string]any{"msg": "key policy", "function": "create_ticket", "policy": "arguments"}
+	want := []map[string]any{
+		{"msg": "user record", "cache": "miss"},
+		policy,
+		{"msg": "store attempt failed", "op": "TransactWriteItems", "code": "ThrottlingException", "attempt": 1.0, "retry": true},
+		{"msg": "user record", "cache": "hit"},
+		policy,
+		{"msg": "user record", "cache": "miss"},
+		{"msg": "user record", "cache": "hit"},
+		{"msg": "user record reloaded before refusing", "cached_refusal": "user_disabled"},
+	}
+	got := r.debugLines()
+	if len(got) != len(want) {
+		t.Fatalf("%d debug lines, want %d:\n%s", len(got), len(want), r.logs)
+	}
+	for i, g := range got {
+		if _, ok := g["wait_ms"].(float64); ok && g["msg"] == "store attempt failed" {
+			delete(g, "wait_ms")
+		}
+		if !maps.Equal(g, want[i]) {
+			t.Errorf("debug line %d = %v, want %v", i, g, want[i])
+		}
+	}
+	raw, _ := json.Marshal(got)
+	for _, s := range []string{"user-a", "user-d", "r-debug", "Cannot sign in", a.str("ticket_id"), validNonce(t), localdb.DemoHookKey} {
+		if strings.Contains(string(raw), s) {
+			t.Errorf("a debug line carries %q", s)
+		}
+	}
+}
