@@ -179,7 +179,7 @@ func Decode(body []byte) (*Request, *Problem) {
 		return nil, p
 	}
 	if moment != "" {
-		if req.Moment, err = ParseMoment(moment); err != nil {
+		if req.Moment, err = parseMoment(moment); err != nil {
 			return nil, envelope("context.moment %q is not an ISO 8601 date-time", canonjson.Clip(moment))
 		}
 	}
@@ -230,9 +230,9 @@ func optString(m map[string]any, name, path string, limit int) (string, *Problem
 	}
 }
 
-// ParseMoment reads context.moment: RFC 3339 with any fractional precision,
+// parseMoment reads context.moment: RFC 3339 with any fractional precision,
 // or, as older payloads sent it, the same without an offset (taken as UTC).
-func ParseMoment(s string) (time.Time, error) {
+func parseMoment(s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t.UTC(), nil
 	}

@@ -103,13 +103,13 @@ func (f *Function) Validate(args map[string]any) []Violation {
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		out = append(out, Violation{unknown[0], fmt.Sprintf("%s %s not accepted; the accepted arguments are %s",
-			quoteList(unknown), plural(len(unknown), "is", "are"), quoteList(f.ParamNames()))})
+			quoteList(unknown), plural(len(unknown), "is", "are"), quoteList(f.paramNames()))})
 	}
 	return out
 }
 
-// ParamNames lists the parameter names in declaration order.
-func (f *Function) ParamNames() []string {
+// paramNames lists the parameter names in declaration order.
+func (f *Function) paramNames() []string {
 	names := make([]string, len(f.Params))
 	for i, p := range f.Params {
 		names[i] = p.Name
