@@ -3,6 +3,7 @@ package delivery
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -34,14 +35,7 @@ const InProgress State = "in_progress"
 var States = []State{Queued, Delivered, Failed, Uncertain, Abandoned}
 
 // Valid reports whether s is a stored state.
-func (s State) Valid() bool {
-	for _, x := range States {
-		if s == x {
-			return true
-		}
-	}
-	return false
-}
+func (s State) Valid() bool { return slices.Contains(States, s) }
 
 // NeedsPerson reports whether a delivery in s waits for an operator.
 func (s State) NeedsPerson() bool { return s == Failed || s == Uncertain }
