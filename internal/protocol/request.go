@@ -43,26 +43,6 @@ type Request struct {
 	Moment time.Time
 }
 
-// RequestID returns metadata.request_id, the application's operation id,
-// checked as every call that changes something needs it: present, at most
-// MaxRequestIDBytes, visible ASCII without spaces. Otherwise it returns a
-// *Problem, with status 200, that says what the application must send.
-func (r *Request) RequestID() (string, *Problem) {
-	rid := r.Metadata[RequestIDKey]
-	if rid == "" {
-		return "", &Problem{Status: http.StatusOK, Code: CodeMissingRequestID, Message: "context.metadata.request_id is missing, so this call could be repeated by mistake and nothing was created. The application must mint one request_id per operation and keep it across retries; do not invent one."}
-	}
-	if len(rid) > MaxRequestIDBytes {
-		return "", &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: fmt.Sprintf("context.metadata.request_id is longer than %d bytes.", MaxRequestIDBytes)}
-	}
-	for i := 0; i < len(rid); i++ {
-		if c := rid[i]; c <= ' ' || c > '~' {
-			return "", &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: "context.metadata.request_id must be visible ASCII characters without spaces."}
-		}
-	}
-	return rid, nil
-}
-
 // Problem is a refusal with the HTTP status, a stable code and a message that
 // says what to fix.
 type Problem struct {

@@ -1,16 +1,40 @@
 package protocol
 
+import (
+	"fmt"
+	"net/http"
+)
+
+// RequestID returns metadata.request_id, the application's operation id,
+// checked as every call that changes something needs it: present, at most
+// MaxRequestIDBytes, visible ASCII without spaces. Otherwise it returns a
+// *Problem, with status 200, that says what the application must send.
+func (r *Request) RequestID() (string, *Problem) {
+	rid := r.Metadata[RequestIDKey]
+	if p := checkRequestID(rid); p != nil {
+		return "", p
+	}
+	return rid, nil
+}
+
 // ValidRequestID reports whether s can be a metadata.request_id: 1 to
 // MaxRequestIDBytes bytes of visible ASCII, no spaces. Tools that look an
 // operation up by its request id check it with the callback's rule.
-func ValidRequestID(s string) bool {
-	if s == "" || len(s) > MaxRequestIDBytes {
-		return false
+func ValidRequestID(s string) bool { return checkRequestID(s) == nil }
+
+// checkRequestID is the one request-id rule: nil for a valid id, otherwise
+// the problem that says what is wrong with it.
+func checkRequestID(rid string) *Problem {
+	if rid == "" {
+		return &Problem{Status: http.StatusOK, Code: CodeMissingRequestID, Message: "context.metadata.request_id is missing, so this call could be repeated by mistake and nothing was created. The application must mint one request_id per operation and keep it across retries; do not invent one."}
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c > '~' {
-			return false
+	if len(rid) > MaxRequestIDBytes {
+		return &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: fmt.Sprintf("context.metadata.request_id is longer than %d bytes.", MaxRequestIDBytes)}
+	}
+	for i := 0; i < len(rid); i++ {
+		if c := rid[i]; c <= ' ' || c > '~' {
+			return &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: "context.metadata.request_id must be visible ASCII characters without spaces."}
 		}
 	}
-	return true
+	return nil
 }
