@@ -85,13 +85,21 @@ func (e *EMF) Observe(function, outcome string, status int, d time.Duration) {
 	}
 	defs = append(defs, metricDef{Name: Calls, Unit: "Count"}, metricDef{Name: Latency, Unit: "Milliseconds"})
 	line[Calls] = 1
-	line[Latency] = float64(d.Microseconds()) / 1000
-	line[Dimension] = e.service
+	line[Latency] = ms(d)
 	line["outcome"] = outcome
 	line["status"] = status
 	if function != "" {
 		line["function"] = function
 	}
+	e.emit(line, defs)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// emit stamps line with its metadata, naming defs as its metrics, and
+// writes it with one Write call.
+func (e *EMF) emit(line map[string]any, defs []metricDef) {
+	line[Dimension] = e.service
 	line["_aws"] = metadata{
 		Timestamp: e.now().UnixMilli(),
 		CloudWatchMetrics: []directive{{
