@@ -275,7 +275,7 @@ func quickStartTicket(t *testing.T, env *dynamotest.Env, store *dynamo.Store) st
 	t.Helper()
 	cfg := config.Defaults
 	cfg.Table, cfg.Endpoint, cfg.HookKey = env.Table, env.Endpoint, localdb.DemoHookKey
-	h, err := app.Handler(cfg, store, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	h, err := app.Handler(cfg, store, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

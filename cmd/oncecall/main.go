@@ -2,6 +2,12 @@
 // GET /functions on 127.0.0.1:3210, backed by an embedded DynamoDB-compatible
 // store on 127.0.0.1:8000 (or by DYNAMODB_ENDPOINT when set). It creates the
 // table and the demo users when they are missing. `make run` starts it.
+//
+// With DESTINATION set it also delivers tickets: the same worker code as
+// the deliver Lambda runs in this process, woken by every commit (there is
+// no stream locally) and sweeping every DELIVERY_SWEEP_INTERVAL. Without a
+// DESTINATION_URL (or ZENDESK_SUBDOMAIN) it starts the local helpdesk on
+// 127.0.0.1:8025 and delivers there.
 package main
 
 import (
@@ -19,6 +25,8 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
@@ -45,23 +53,35 @@ const (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
 	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the embedded DynamoDB-compatible store (unused when DYNAMODB_ENDPOINT is set)")
+	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN)")
 	flag.Parse()
-	if err := run(*addr, *dbAddr); err != nil {
+	if err := run(*addr, *dbAddr, *hdAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "oncecall:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, dbAddr string) error {
+func run(addr, dbAddr, hdAddr string) error {
 	base := config.Defaults
 	base.HookKey = localdb.DemoHookKey
-	cfg, err := config.Load(os.Getenv, base, app.FunctionNames())
+	getenv, hd, err := localHelpdesk(hdAddr)
+	if err != nil {
+		return err
+	}
+	if hd != nil {
+		defer func() { _ = hd.Close() }()
+	}
+	cfg, err := config.Load(getenv, base, app.FunctionNames())
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if hd != nil {
+		logger.Info("local helpdesk", "url", hd.URL(), "destination", cfg.Delivery.Destination, "destination_url", cfg.Delivery.URL,
+			"control", hd.URL()+helpdesk.ControlPath+"/")
+	}
 
 	if cfg.Endpoint == "" {
 		db, err := localdb.Start(dbAddr)
@@ -106,7 +126,21 @@ func run(addr, dbAddr string) error {
 	}
 	logger.Info("demo users", "added", n, "present", len(localdb.DemoUsers))
 
-	h, err := app.Handler(cfg, store, logger)
+	w, err := app.Worker(cfg, store, logger)
+	if err != nil {
+		return err
+	}
+	var notify func(string)
+	if w != nil {
+		// The worker stops before the store and the helpdesk close.
+		wctx, stopWorker := context.WithCancel(ctx)
+		runner := delivery.NewRunner(w, cfg.Delivery.SweepInterval, 0, logger)
+		runner.Start(wctx)
+		defer func() { stopWorker(); runner.Wait() }()
+		notify = runner.Notify
+		logger.Info("delivering tickets", "destination", cfg.Delivery.Destination, "capabilities", fmt.Sprintf("%+v", w.Destination.Capabilities()))
+	}
+	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w, notify))
 	if err != nil {
 		return err
 	}
@@ -138,4 +172,38 @@ func run(addr, dbAddr string) error {
 		return err
 	}
 	return nil
+}
+
+// localHelpdesk starts the local helpdesk on addr when DESTINATION names a
+// destination and nothing says where it is, and returns the environment
+// with DESTINATION_URL pointing at it. The helpdesk behaves as the
+// settings declare: a webhook that deduplicates for DESTINATION_DEDUP_WINDOW
+// and answers lookups if DESTINATION_LOOKUP; Zendesk's shape as Zendesk
+// does. Otherwise it returns os.Getenv and no helpdesk.
+func localHelpdesk(addr string) (func(string) string, *helpdesk.Server, error) {
+	kind := os.Getenv(config.EnvDestination)
+	if kind == "" || os.Getenv(config.EnvDestinationURL) != "" || os.Getenv(config.EnvZendeskSubdomain) != "" {
+		return os.Getenv, nil, nil
+	}
+	caps := delivery.Capabilities{DedupWindow: 2 * time.Hour, Lookup: true}
+	if kind == config.DestinationWebhook {
+		// Read as config will read them; config reports bad values.
+		caps = delivery.Capabilities{}
+		caps.DedupWindow, _ = time.ParseDuration(os.Getenv(config.EnvDedupWindow))
+		caps.Lookup = os.Getenv(config.EnvLookup) == "true"
+	}
+	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps})
+	if err != nil {
+		return nil, nil, fmt.Errorf("local helpdesk on %s: %w (set DESTINATION_URL to deliver elsewhere)", addr, err)
+	}
+	url := hd.URL()
+	if kind == config.DestinationWebhook {
+		url = hd.WebhookURL()
+	}
+	return func(k string) string {
+		if k == config.EnvDestinationURL {
+			return url
+		}
+		return os.Getenv(k)
+	}, hd, nil
 }

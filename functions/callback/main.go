@@ -1,6 +1,6 @@
 // Command callback is the oncecall Lambda function: API Gateway HTTP API
 // (payload 2.0) events in, callback answers out. It only wires: settings,
-// clients, the hook key, the handler, lambda.Start.
+// clients, the hook key, the handler and its outbox, lambda.Start.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
@@ -31,7 +32,20 @@ func main() {
 	if cfg, err = app.ResolveHookKey(ctx, awsCfg, cfg); err != nil {
 		fatal(err)
 	}
-	h, err := app.Handler(cfg, app.Store(awsCfg, cfg, dynamo.WithLogger(logger)), logger)
+	store := app.Store(awsCfg, cfg, dynamo.WithLogger(logger))
+	// With a destination, new tickets are queued for it; the worker
+	// function delivers them. Only inline first attempts need the
+	// destination's credentials here.
+	var w *delivery.Worker
+	if cfg.Delivery.Inline > 0 {
+		if cfg, err = app.ResolveDestinationSecret(ctx, awsCfg, cfg); err != nil {
+			fatal(err)
+		}
+		if w, err = app.Worker(cfg, store, logger); err != nil {
+			fatal(err)
+		}
+	}
+	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w, nil))
 	if err != nil {
 		fatal(err)
 	}

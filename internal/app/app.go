@@ -1,6 +1,7 @@
-// Package app assembles a callback.Handler from a validated configuration.
-// Both the Lambda (functions/callback) and the local server (cmd/oncecall)
-// use it, so the two can never be wired differently.
+// Package app assembles oncecall from a validated configuration: the
+// callback handler, and the delivery worker with its destination. The
+// Lambdas (functions/callback, functions/deliver) and the local server
+// (cmd/oncecall) all use it, so they can never be wired differently.
 package app
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/metrics"
@@ -43,8 +45,9 @@ func Store(awsCfg aws.Config, cfg config.Config, opts ...dynamo.Option) *dynamo.
 }
 
 // Handler builds the callback handler for cfg over store. cfg.HookKey must
-// be set by now (from the environment or the secret).
-func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*callback.Handler, error) {
+// be set by now (from the environment or the secret). outbox, when not nil,
+// queues every new ticket for delivery (see Outbox).
+func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, outbox *delivery.Outbox) (*callback.Handler, error) {
 	v, err := nonce.NewVerifier(cfg.NonceMaxCost, cfg.HookKey, cfg.PreviousHookKey)
 	if err != nil {
 		return nil, err
@@ -52,6 +55,9 @@ func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*call
 	h := callback.NewHandler(v, identity.NewDirectory(store, cfg.UserCacheTTL, nil), store, logger)
 	h.Policies = cfg.Policies
 	h.Retention = cfg.Retention
+	if outbox != nil {
+		h.Outbox = outbox
+	}
 	if cfg.Metrics {
 		// On Lambda, standard output goes to CloudWatch Logs, which turns
 		// these lines into metrics.

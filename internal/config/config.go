@@ -64,6 +64,10 @@ type Config struct {
 	FunctionName string
 	// Delivery is where tickets are delivered to, if anywhere.
 	Delivery Delivery
+	// DeliveryOnly is set in the base of the delivery worker, which
+	// verifies no nonce (so needs no hook key) and exists only to deliver
+	// (so needs a destination).
+	DeliveryOnly bool
 }
 
 // Defaults for a local run.
@@ -84,6 +88,17 @@ var Lambda = Config{
 	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
+}
+
+// Worker holds the defaults of the delivery worker function on AWS Lambda:
+// like Lambda, but with no hook key to require and a destination required.
+var Worker = Config{
+	NonceMaxCost:     nonce.DefaultMaxCost,
+	Retention:        idempotency.DefaultRetention,
+	UserCacheTTL:     DefaultUserCacheTTL,
+	LogLevel:         slog.LevelInfo,
+	MetricsNamespace: "oncecall",
+	DeliveryOnly:     true,
 }
 
 // Load reads the environment through getenv over the defaults in base.
@@ -139,7 +154,7 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			bad(name, "is %d bytes; BCrypt uses at most %d", len(k), nonce.MaxKeyBytes)
 		}
 	}
-	if c.HookKey == "" && c.HookKeySecretARN == "" {
+	if c.HookKey == "" && c.HookKeySecretARN == "" && !c.DeliveryOnly {
 		bad(EnvHookKey, "no hook key: set %s (local) or %s (AWS)", EnvHookKey, EnvHookKeySecret)
 	}
 	if v := getenv(EnvNonceMaxCost); v != "" {

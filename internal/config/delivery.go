@@ -92,6 +92,10 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 	}
 	switch d.Destination {
 	case "":
+		if c.DeliveryOnly {
+			bad(EnvDestination, "is required by the delivery worker: %s or %s", DestinationWebhook, DestinationZendesk)
+			return
+		}
 		for _, name := range deliverySettings {
 			if getenv(name) != "" {
 				bad(name, "is set but %s is not: set %s=%s or %s to deliver tickets to a helpdesk", EnvDestination, EnvDestination, DestinationWebhook, DestinationZendesk)

@@ -91,3 +91,15 @@ func TestDeliveryRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkerNeedsADestinationAndNoHookKey(t *testing.T) {
+	e := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1"}
+	if _, err := config.Load(env(e), config.Worker, nil); err == nil || !strings.Contains(err.Error(), "DESTINATION: is required by the delivery worker") || strings.Contains(err.Error(), "HOOK_KEY") {
+		t.Fatalf("worker without a destination: %v", err)
+	}
+	e[config.EnvDestination] = "webhook"
+	e[config.EnvDestinationURL] = "https://helpdesk.example.com/tickets"
+	if c, err := config.Load(env(e), config.Worker, nil); err != nil || c.Delivery.Destination != "webhook" {
+		t.Fatalf("worker: %+v, %v", c.Delivery, err)
+	}
+}

@@ -11,6 +11,9 @@ import (
 // Notify (local runs, which have no stream). On AWS, with neither, the
 // table's stream brings the new ticket to the worker function.
 type Outbox struct {
+	// Name is the destination's kind, which new tickets are queued for.
+	Name string
+	// Worker makes inline attempts; it may be nil when Inline is zero.
 	Worker *Worker
 	// Inline, when positive, bounds a first attempt made by the callback
 	// itself right after the commit. Whatever it does not settle in time is
@@ -22,7 +25,7 @@ type Outbox struct {
 }
 
 // Destination names the destination of new tickets.
-func (o *Outbox) Destination() string { return o.Worker.Destination.Name() }
+func (o *Outbox) Destination() string { return o.Name }
 
 // Committed is told of ticket id once its transaction has committed. With
 // Inline set it attempts the delivery within Inline and ctx's time and
@@ -30,7 +33,7 @@ func (o *Outbox) Destination() string { return o.Worker.Destination.Name() }
 // attempt could not start, it returns nil (the ticket stays queued).
 func (o *Outbox) Committed(ctx context.Context, id string) *Record {
 	var rec *Record
-	if o.Inline > 0 {
+	if o.Inline > 0 && o.Worker != nil {
 		rep, r, err := o.Worker.deliver(ctx, id, o.Inline)
 		switch {
 		case err != nil:

@@ -1,6 +1,7 @@
-// Package secret reads the hook key from AWS Secrets Manager.
+// Package secret reads the hook key and the destination's credentials from
+// AWS Secrets Manager.
 //
-// The secret's value is either the plain hook key, or a JSON object
+// The hook key secret's value is either the plain key, or a JSON object
 // {"current": "...", "previous": "..."}: during a rotation both keys are
 // accepted, so a hook-key roll in AIVAX drops no call. The value is read once
 // per cold start and never logged.
@@ -29,14 +30,24 @@ type Keys struct {
 
 // HookKeys fetches and parses secret id (an ARN or name).
 func HookKeys(ctx context.Context, g Getter, id string) (Keys, error) {
+	v, err := Value(ctx, g, id, "hook key")
+	if err != nil {
+		return Keys{}, err
+	}
+	return Parse(v)
+}
+
+// Value fetches the string value of secret id; what names the secret in
+// errors, which never quote the value.
+func Value(ctx context.Context, g Getter, id, what string) (string, error) {
 	out, err := g.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id})
 	if err != nil {
-		return Keys{}, fmt.Errorf("read hook key secret: %w", err)
+		return "", fmt.Errorf("read %s secret: %w", what, err)
 	}
 	if out.SecretString == nil {
-		return Keys{}, errors.New("hook key secret has no string value")
+		return "", fmt.Errorf("%s secret has no string value", what)
 	}
-	return Parse(*out.SecretString)
+	return *out.SecretString, nil
 }
 
 // Parse reads a secret value: a JSON object with "current" (and optionally

@@ -116,7 +116,7 @@ func StartService(ctx context.Context, storeURL, table string) (*Service, error)
 	if _, err := localdb.SeedDemo(ctx, store); err != nil {
 		return nil, err
 	}
-	h, err := app.Handler(cfg, store, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	h, err := app.Handler(cfg, store, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
 	if err != nil {
 		return nil, err
 	}

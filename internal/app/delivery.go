@@ -1,0 +1,129 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/delivery/webhook"
+	"github.com/oncecall/oncecall/internal/delivery/zendesk"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/metrics"
+	"github.com/oncecall/oncecall/internal/secret"
+)
+
+// Destination builds the destination d names, with its credentials already
+// in d.Token (from the environment or ResolveDestinationSecret).
+func Destination(d config.Delivery) (delivery.Destination, error) {
+	switch d.Destination {
+	case config.DestinationWebhook:
+		token, err := webhookToken(d.Token)
+		if err != nil {
+			return nil, err
+		}
+		return webhook.New(d.URL, webhook.Options{
+			Token:        token,
+			Capabilities: delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup, SettleDelay: d.SettleDelay},
+			Timeout:      d.Timeout,
+		})
+	case config.DestinationZendesk:
+		var creds zendesk.Credentials
+		if d.Token != "" {
+			var err error
+			if creds, err = zendesk.ParseCredentials(d.Token); err != nil {
+				return nil, err
+			}
+		}
+		return zendesk.New(d.URL, zendesk.Options{
+			Credentials: creds, Timeout: d.Timeout, SettleDelay: d.SettleDelay,
+			TenantField: d.ZendeskTenantField, RequesterField: d.ZendeskRequesterField, RequesterID: d.ZendeskRequesterID,
+		})
+	}
+	return nil, fmt.Errorf("no destination %q", d.Destination)
+}
+
+// webhookToken reads a webhook's credentials: the bearer token itself, or
+// (as the secret may hold it) {"token": "..."}.
+func webhookToken(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "{") {
+		return v, nil
+	}
+	var s struct {
+		Token string `json:"token"`
+	}
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&s) != nil {
+		return "", errors.New(`webhook: the destination secret is JSON but not {"token": "..."}`)
+	}
+	return s.Token, nil
+}
+
+// Policy is the delivery policy d sets, the delivery package's defaults
+// where d leaves a setting zero.
+func Policy(d config.Delivery) delivery.Policy {
+	p := delivery.DefaultPolicy
+	if d.Timeout > 0 {
+		p.Timeout = d.Timeout
+	}
+	if d.MaxAttempts > 0 {
+		p.MaxAttempts = d.MaxAttempts
+	}
+	if d.MaxAge > 0 {
+		p.MaxAge = d.MaxAge
+	}
+	return p
+}
+
+// Worker builds the delivery worker for cfg over store, or nil when cfg
+// names no destination. With cfg.Metrics on, every attempt and every
+// sweep's backlog becomes a CloudWatch EMF line on standard output.
+func Worker(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*delivery.Worker, error) {
+	if cfg.Delivery.Destination == "" {
+		return nil, nil
+	}
+	dest, err := Destination(cfg.Delivery)
+	if err != nil {
+		return nil, err
+	}
+	w := &delivery.Worker{Store: store, Destination: dest, Policy: Policy(cfg.Delivery), Logger: logger}
+	if cfg.Metrics {
+		w.Metrics = metrics.New(os.Stdout, cfg.MetricsNamespace, cfg.FunctionName, delivery.AttemptOutcomes)
+	}
+	return w, nil
+}
+
+// Outbox is what the callback hands new tickets to when cfg names a
+// destination (nil otherwise): they are queued for it, w (which may be nil
+// without inline attempts) makes the inline first attempts cfg sets, and
+// notify, when not nil, wakes a local runner (on AWS the stream does).
+func Outbox(cfg config.Config, w *delivery.Worker, notify func(string)) *delivery.Outbox {
+	if cfg.Delivery.Destination == "" {
+		return nil
+	}
+	return &delivery.Outbox{Name: cfg.Delivery.Destination, Worker: w, Inline: cfg.Delivery.Inline, Notify: notify}
+}
+
+// ResolveDestinationSecret fills cfg's destination credentials from Secrets
+// Manager when cfg names a secret: one read per cold start.
+func ResolveDestinationSecret(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
+	if cfg.Delivery.SecretARN == "" {
+		return cfg, nil
+	}
+	v, err := secret.Value(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.Delivery.SecretARN, "destination")
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Delivery.Token = v
+	return cfg, nil
+}
