@@ -61,12 +61,23 @@ STRESS_OPS ?= 120
 STRESS_CONCURRENCY ?= 16
 # STRESS_SEED replays the plan of an earlier run (it prints its seed); 0 draws one.
 STRESS_SEED ?= 0
+# The delivery run: operations (each called at least twice), the destination,
+# and the share of the local helpdesk's create requests that misbehave.
+STRESS_DELIVERY_OPS ?= 1000
+STRESS_DELIVERY_CALLS ?= 2400
+STRESS_DESTINATION ?= webhook
+STRESS_FAULT_RATE ?= 0.1
 .PHONY: stress
-## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against a local server, real cost-9 nonces
+## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against a local server, real cost-9 nonces;
+## then 1,000 operations delivered to a local helpdesk with faults on 10% of its creates
 stress:
 	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m
+	@echo "== the same server delivering to a local helpdesk that misbehaves on $(STRESS_FAULT_RATE) of its creates"
+	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_DELIVERY_CALLS) -ops $(STRESS_DELIVERY_OPS) \
+		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 10m \
+		-destination $(STRESS_DESTINATION) -fault-rate $(STRESS_FAULT_RATE)
 
 # ---- SAM application: build for `sam build`, local invokes -------------------
 # `sam build` runs build-CallbackFunction (template.yaml: BuildMethod makefile)

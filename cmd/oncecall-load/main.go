@@ -8,12 +8,21 @@
 // at the same time and prints one JSON result per line.
 //
 //	oncecall-load stress [-server bin/oncecall | -url URL -db ENDPOINT -table T] [-calls N -ops M -seed S ...]
+//	                     [-destination webhook|zendesk -fault-rate 0.1 -dedup-window 2h -lookup]
 //
 // starts the server binary on free loopback ports (or uses a running one),
 // runs a mixed plan with real nonces, reads the run's tickets back from the
 // store, prints the tally and exits 1 unless nothing was lost, split or
 // duplicated. It prints the plan's seed; -seed replays that plan. `make
 // stress` runs it (STRESS_SEED=S passes -seed).
+//
+// With -destination the server delivers every ticket to a local helpdesk
+// started here, which misbehaves on a share (-fault-rate) of its create
+// requests: answers lost after creating, 5xx before and after creating,
+// 429 with Retry-After, answers past the timeout, resets. The run waits for
+// every delivery to leave the queue, prints the count per final delivery
+// state, and exits 1 unless nothing was duplicated at the destination or
+// lost.
 package main
 
 import (
@@ -31,6 +40,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dev/loadtest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
@@ -108,6 +119,11 @@ func stress(args []string) error {
 	pool := fs.Int("nonces", 8, "distinct nonces, used in turn")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
 	seed := fs.Uint64("seed", 0, "seed of the plan (0: draw one); the run prints it, and -seed replays the plan")
+	dest := fs.String("destination", "", "deliver to a local helpdesk through this destination: webhook or zendesk (with -server)")
+	faultRate := fs.Float64("fault-rate", 0.1, "share of the helpdesk's create requests that misbehave (with -destination)")
+	dedupWindow := fs.Duration("dedup-window", 2*time.Hour, "how long the webhook helpdesk remembers a key; 0: it does not deduplicate")
+	lookup := fs.Bool("lookup", true, "whether the webhook helpdesk answers lookups by external id")
+	settle := fs.Duration("settle-timeout", 3*time.Minute, "bound on the wait for every delivery to leave the queue")
 	_ = fs.Parse(args)
 	for *seed == 0 {
 		*seed = randomUint64()
@@ -115,8 +131,21 @@ func stress(args []string) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	env := []string{"HOOK_KEY=" + *hookKey, "TABLE_NAME=" + *table, "LOG_LEVEL=INFO"}
+	var hd *helpdesk.Server
+	if *dest != "" {
+		if *server == "" {
+			return errors.New("-destination needs -server: the server is started delivering to the helpdesk")
+		}
+		var err error
+		if hd, env, err = startHelpdesk(*dest, *faultRate, *dedupWindow, *lookup, *seed, env); err != nil {
+			return err
+		}
+		defer func() { _ = hd.Close() }()
+		fmt.Printf("helpdesk: %s (%s, capabilities %+v, faults on %.0f%% of creates)\n", hd.URL(), *dest, hd.Capabilities(), *faultRate*100)
+	}
 	if *server != "" {
-		s, err := loadtest.Start(*server, "HOOK_KEY="+*hookKey, "TABLE_NAME="+*table, "LOG_LEVEL=INFO")
+		s, err := loadtest.Start(*server, env...)
 		if err != nil {
 			return err
 		}
@@ -163,7 +192,62 @@ func stress(args []string) error {
 	if err := report.Check(); err != nil {
 		return fmt.Errorf("the run broke a guarantee:\n%w", err)
 	}
+	if hd == nil {
+		return nil
+	}
+	wait, cancelWait := context.WithTimeout(ctx, *settle)
+	defer cancelWait()
+	start = time.Now()
+	records, err := loadtest.WaitDelivered(wait, dynamo.New(store, *table), stored)
+	if err != nil {
+		return err
+	}
+	dr := loadtest.TallyDeliveries(stored, records, hd.Tickets(), hd.Counts().Faults)
+	fmt.Printf("deliveries settled in: %v\n", time.Since(start).Round(time.Millisecond))
+	fmt.Print(dr)
+	if err := dr.Check(); err != nil {
+		return fmt.Errorf("the run broke a guarantee:\n%w", err)
+	}
 	return nil
+}
+
+// stressFaults are the helpdesk's misbehaviours in a destination run. The
+// server's request timeout (serverTimeout) is shorter than the slow answer.
+var stressFaults = []helpdesk.Fault{
+	{Kind: helpdesk.LoseAnswer},
+	{Kind: helpdesk.FailBefore, Status: 503},
+	{Kind: helpdesk.FailAfter, Status: 500},
+	{Kind: helpdesk.RateLimit, RetryAfter: "1"},
+	{Kind: helpdesk.Slow, Delay: 1500 * time.Millisecond},
+	{Kind: helpdesk.ResetBefore},
+}
+
+const serverTimeout = "1s"
+
+// startHelpdesk starts the local helpdesk for a destination run and returns
+// the server's environment, extended to deliver to it.
+func startHelpdesk(kind string, rate float64, window time.Duration, lookup bool, seed uint64, env []string) (*helpdesk.Server, []string, error) {
+	caps := delivery.Capabilities{DedupWindow: window, Lookup: lookup}
+	switch kind {
+	case "webhook":
+	case "zendesk":
+		caps = delivery.Capabilities{DedupWindow: 2 * time.Hour, Lookup: true}
+	default:
+		return nil, nil, fmt.Errorf("-destination %q: webhook or zendesk", kind)
+	}
+	hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps,
+		Random: &helpdesk.RandomFaults{Rate: rate, Kinds: stressFaults, Seed: seed}})
+	if err != nil {
+		return nil, nil, err
+	}
+	env = append(env, "DESTINATION="+kind, "DESTINATION_TIMEOUT="+serverTimeout, "DELIVERY_SWEEP_INTERVAL=200ms")
+	if kind == "webhook" {
+		env = append(env, "DESTINATION_URL="+hd.WebhookURL(), "DESTINATION_DEDUP_WINDOW="+window.String(),
+			fmt.Sprintf("DESTINATION_LOOKUP=%t", lookup))
+	} else {
+		env = append(env, "DESTINATION_URL="+hd.URL())
+	}
+	return hd, env, nil
 }
 
 func envOr(name, def string) string {

@@ -2,6 +2,7 @@ package helpdesk
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -210,8 +211,50 @@ func (s *Server) ClearFaults() {
 	s.mu.Unlock()
 }
 
+// RandomFaults makes a share of create requests misbehave without being
+// queued one by one: each create request that no queued fault applies to
+// gets, with probability Rate, one of Kinds drawn at random. Refuse cannot
+// be among them (it refuses connections, not one request).
+type RandomFaults struct {
+	Rate  float64
+	Kinds []Fault
+	// Seed makes the draws reproducible.
+	Seed uint64
+}
+
+func (r *RandomFaults) check() error {
+	if r.Rate < 0 || r.Rate > 1 {
+		return errors.New("helpdesk: random fault rate must be 0 to 1")
+	}
+	if r.Rate > 0 && len(r.Kinds) == 0 {
+		return errors.New("helpdesk: random faults need kinds")
+	}
+	for i, f := range r.Kinds {
+		n, err := f.normalize()
+		if err != nil {
+			return fmt.Errorf("helpdesk: random fault: %w", err)
+		}
+		if n.Kind == Refuse {
+			return errors.New("helpdesk: refuse cannot be a random fault")
+		}
+		n.Op, n.Count = Create, 1
+		r.Kinds[i] = n
+	}
+	return nil
+}
+
 // next takes the fault for one request of op, if any. The caller holds mu.
 func (s *Server) next(op Op) (Fault, bool) {
+	f, ok := s.queued(op)
+	if ok || op != Create || s.rnd == nil || s.rnd.Float64() >= s.opts.Random.Rate {
+		return f, ok
+	}
+	s.st.counts.Faults++
+	return s.opts.Random.Kinds[s.rnd.IntN(len(s.opts.Random.Kinds))], true
+}
+
+// queued takes the first queued fault for op. The caller holds mu.
+func (s *Server) queued(op Op) (Fault, bool) {
 	for i, f := range s.queue {
 		if f.Op != op {
 			continue

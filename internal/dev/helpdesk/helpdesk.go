@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"sync"
@@ -62,6 +63,8 @@ type Options struct {
 	ZendeskOAuthToken string
 	// Now is the clock for windows and lags; nil means time.Now.
 	Now func() time.Time
+	// Random, when set, makes a share of create requests misbehave.
+	Random *RandomFaults
 	// Log, when set, receives one line per request: front, operation,
 	// status and fault. Never a body or a credential.
 	Log *slog.Logger
@@ -77,6 +80,7 @@ type Server struct {
 	st    state
 	caps  delivery.Capabilities
 	queue []Fault
+	rnd   *rand.Rand // draws Options.Random's faults; nil without them
 
 	lnMu     sync.Mutex
 	ln       net.Listener
@@ -96,6 +100,16 @@ func Start(addr string, opts Options) (*Server, error) {
 	if err := checkCapabilities(opts.Capabilities); err != nil {
 		return nil, err
 	}
+	var rnd *rand.Rand
+	if opts.Random != nil {
+		r := *opts.Random
+		r.Kinds = append([]Fault(nil), r.Kinds...)
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		opts.Random = &r
+		rnd = rand.New(rand.NewPCG(r.Seed, r.Seed^0x9e3779b97f4a7c15))
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -103,7 +117,7 @@ func Start(addr string, opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Server{opts: opts, addr: ln.Addr().String(), caps: opts.Capabilities, closing: make(chan struct{})}
+	s := &Server{opts: opts, addr: ln.Addr().String(), caps: opts.Capabilities, closing: make(chan struct{}), rnd: rnd}
 	s.st.reset()
 	s.http = &http.Server{
 		Handler:           s.routes(),

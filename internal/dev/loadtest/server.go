@@ -44,13 +44,16 @@ const maxLogBytes = 16 << 20
 // configVars are the settings a started server must not inherit from the
 // caller's environment unless given explicitly.
 var configVars = []string{"TABLE_NAME", "DYNAMODB_ENDPOINT", "HOOK_KEY", "HOOK_KEY_PREVIOUS", "HOOK_KEY_SECRET_ARN",
-	"NONCE_MAX_COST", "RETENTION", "KEY_POLICY", "USER_CACHE_TTL", "LOG_LEVEL", "PUBLIC_URL"}
+	"NONCE_MAX_COST", "RETENTION", "KEY_POLICY", "USER_CACHE_TTL", "LOG_LEVEL", "PUBLIC_URL",
+	"DESTINATION", "DESTINATION_URL", "ZENDESK_SUBDOMAIN", "DESTINATION_TOKEN", "DESTINATION_SECRET_ARN",
+	"DESTINATION_DEDUP_WINDOW", "DESTINATION_LOOKUP", "DESTINATION_SETTLE_DELAY", "DESTINATION_TIMEOUT",
+	"DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE", "DELIVERY_INLINE_TIMEOUT", "DELIVERY_SWEEP_INTERVAL"}
 
 // Start runs the oncecall binary at bin on free loopback ports with the
 // settings in env (NAME=value) and returns once it serves. Without
 // DYNAMODB_ENDPOINT in env it starts its own embedded store.
 func Start(bin string, env ...string) (*Server, error) {
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db-addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db-addr", "127.0.0.1:0", "-helpdesk-addr", "127.0.0.1:0")
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if !slices.Contains(configVars, name) {

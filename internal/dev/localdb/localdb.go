@@ -31,14 +31,15 @@ func Start(addr string) (*Server, error) { return StartWith(addr, nil) }
 // StartWith is Start with the store's handler wrapped by front (when not
 // nil), for example to count or reshape requests. Either way the store
 // removes attributes named in a top-level REMOVE, as DynamoDB does and
-// minidyn alone does not (see removeFix).
+// minidyn alone does not, and keeps secondary indexes right when an update
+// gives an item an index key (see parity).
 func StartWith(addr string, front func(http.Handler) http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	mini := miniserver.NewServer()
-	var h http.Handler = &removeFix{next: mini}
+	var h http.Handler = newParity(mini)
 	if front != nil {
 		h = front(h)
 	}
