@@ -25,6 +25,8 @@ type Options struct {
 
 	PeerSamples int
 	PeerDir     string
+
+	DeliverySamples int
 }
 
 func (o Options) wants(part string) bool {
@@ -56,6 +58,7 @@ func Run(ctx context.Context, o Options) error {
 		{"heap", heapPart},
 		{"coldstart", coldStartPart},
 		{"peer", peerPart},
+		{"delivery", deliveryPart},
 	}
 	var doc strings.Builder
 	started := time.Now().UTC()

@@ -1,0 +1,227 @@
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/delivery/webhook"
+	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/ticket"
+)
+
+// DeliveryResult is the delivery latency of tickets created through the
+// callback, against the helpdesk's own response time in the same run.
+type DeliveryResult struct {
+	// Helpdesk is the round trip of a create sent straight to the local
+	// helpdesk through the webhook adapter: what a delivery cannot beat.
+	Helpdesk Durations
+	// Latency is, per ticket, from the time oncecall stamps on the ticket
+	// (just before its transaction) to the helpdesk receiving the create:
+	// commit, wake-up, lease and request together.
+	Latency Durations
+	// Created counts the callbacks; Delivered the tickets delivered.
+	Created, Delivered int
+	// Requests are the store requests of the run by operation: the
+	// callbacks' transactions, the worker's lease and result updates, and
+	// the local sweeps' index queries.
+	Requests map[string]int64
+	Sweeps   int64
+}
+
+// deliveryTable is the run's table.
+const deliveryTable = "oncecall-delivery"
+
+// Delivery creates n tickets one after another through the callback over
+// HTTP, with the local runner delivering them to the local helpdesk, and
+// measures each one's delivery latency.
+func Delivery(ctx context.Context, st *Store, n int) (DeliveryResult, error) {
+	var r DeliveryResult
+	hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: delivery.Capabilities{DedupWindow: 2 * time.Hour}})
+	if err != nil {
+		return r, err
+	}
+	defer func() { _ = hd.Close() }()
+
+	// The helpdesk alone, through the same adapter the worker uses.
+	direct, err := webhook.New(hd.WebhookURL(), webhook.Options{Capabilities: delivery.Capabilities{DedupWindow: 2 * time.Hour}})
+	if err != nil {
+		return r, err
+	}
+	defer direct.CloseIdleConnections()
+	for i := range n + 10 {
+		t := ticket.Ticket{ID: ticket.NewID(), Tenant: "tenant-a", UserID: "user-a", Title: "baseline", Priority: "normal", CreatedAt: time.Now()}
+		start := time.Now()
+		res := direct.Create(ctx, delivery.Key("baseline", t.ID), t)
+		if res.Outcome != delivery.Created {
+			return r, fmt.Errorf("baseline create: %v %s", res.Outcome, res.Code)
+		}
+		if i >= 10 { // the first ten warm the connection
+			r.Helpdesk = append(r.Helpdesk, time.Since(start))
+		}
+	}
+
+	svc, stop, err := startDeliveringService(ctx, st.URL, hd.WebhookURL())
+	if err != nil {
+		return r, err
+	}
+	defer stop()
+	hash, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
+	if err != nil {
+		return r, err
+	}
+	c := NewClient(hash)
+	defer c.Close()
+	before := st.Front.Counts()
+	received := make(map[string]time.Time, n)
+	for i := range n {
+		reply, _, err := c.Post(svc.URL, CreateBody("user-a", fmt.Sprintf("delivery-%d-%d", time.Now().UnixNano(), i)))
+		if err != nil {
+			return r, err
+		}
+		id, _ := reply.Body["ticket_id"].(string)
+		if reply.Kind() != "created" || id == "" {
+			return r, fmt.Errorf("create answered %s", reply.Raw)
+		}
+		r.Created++
+		got, err := waitAtHelpdesk(ctx, hd, id)
+		if err != nil {
+			return r, err
+		}
+		received[id] = got.ReceivedAt
+		r.Delivered++
+	}
+	// Let the last result update land before counting, and read the
+	// tickets' times only after.
+	time.Sleep(100 * time.Millisecond)
+	r.Requests = st.Front.Counts().Since(before, deliveryTable)
+	for id, at := range received {
+		_, tk, _, err := svc.Store.ReadTicket(ctx, "user-a", id)
+		if err != nil {
+			return r, fmt.Errorf("read ticket %s: %w", id, err)
+		}
+		if tk == nil {
+			return r, fmt.Errorf("ticket %s is not in the store", id)
+		}
+		r.Latency = append(r.Latency, at.Sub(tk.CreatedAt))
+	}
+	return r, nil
+}
+
+// waitAtHelpdesk waits until the helpdesk holds the ticket with external id.
+func waitAtHelpdesk(ctx context.Context, hd *helpdesk.Server, id string) (helpdesk.Ticket, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got := hd.TicketsByExternalID(id); len(got) > 0 {
+			return got[0], nil
+		}
+		if time.Now().After(deadline) {
+			return helpdesk.Ticket{}, fmt.Errorf("ticket %s not delivered within 10 s", id)
+		}
+		select {
+		case <-ctx.Done():
+			return helpdesk.Ticket{}, ctx.Err()
+		case <-time.After(500 * time.Microsecond):
+		}
+	}
+}
+
+// startDeliveringService assembles oncecall as cmd/oncecall does with a
+// webhook destination at url: the callback queues each ticket and wakes the
+// in-process runner, which delivers it.
+func startDeliveringService(ctx context.Context, storeURL, url string) (*Service, func(), error) {
+	cfg := config.Defaults
+	cfg.Table, cfg.Endpoint, cfg.HookKey = deliveryTable, storeURL, localdb.DemoHookKey
+	cfg.Delivery = config.Delivery{Destination: config.DestinationWebhook, URL: url, DedupWindow: 2 * time.Hour}
+	awsCfg, err := app.AWSConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), cfg.Table); err != nil {
+		return nil, nil, err
+	}
+	store := app.Store(awsCfg, cfg)
+	if _, err := localdb.SeedDemo(ctx, store); err != nil {
+		return nil, nil, err
+	}
+	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	w, err := app.Worker(cfg, store, discard)
+	if err != nil {
+		return nil, nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	runner := delivery.NewRunner(w, delivery.DefaultSweepInterval, 0, discard)
+	runner.Start(rctx)
+	h, err := app.Handler(cfg, store, discard, app.Outbox(cfg, w, runner.Notify))
+	if err != nil {
+		cancel()
+		runner.Wait()
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		runner.Wait()
+		return nil, nil, err
+	}
+	s := &Service{
+		URL: "http://" + ln.Addr().String() + httpapi.CallbackPath, Handler: h, Store: store, Table: cfg.Table,
+		srv:  &http.Server{Handler: httpapi.New(h, ""), ReadHeaderTimeout: 5 * time.Second},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			panic(fmt.Sprintf("oncecall service: %v", err))
+		}
+	}()
+	return s, func() {
+		_ = s.Close()
+		cancel()
+		runner.Wait()
+		if c, ok := w.Destination.(interface{ CloseIdleConnections() }); ok {
+			c.CloseIdleConnections()
+		}
+	}, nil
+}
+
+func deliveryPart(ctx context.Context, o Options, w *strings.Builder) error {
+	w.WriteString("## Delivery to a helpdesk\n\n")
+	st, err := StartStore()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	r, err := Delivery(ctx, st, o.DeliverySamples)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d `create_ticket` callbacks, one after another, to oncecall assembled as `make run DESTINATION=webhook` assembles it: each ticket is queued in its outbox, the commit wakes the in-process worker (the stream's part on AWS), which leases the delivery and sends it to the local helpdesk (`internal/dev/helpdesk`, deduplicating) through the webhook adapter. **Delivery latency** runs from the time oncecall stamps on the ticket, just before its transaction, to the helpdesk receiving the create: the commit, the wake-up, the lease and the request. The **helpdesk's own response time** is the round trip of %d creates sent straight to it through the same adapter in the same run.\n\n",
+		r.Created, len(r.Helpdesk))
+	w.WriteString("| | p50 | p99 |\n|---|---:|---:|\n")
+	fmt.Fprintf(w, "| helpdesk round trip, direct | %s | %s |\n", ms(r.Helpdesk.P50()), ms(r.Helpdesk.P99()))
+	fmt.Fprintf(w, "| delivery latency (ticket stamped → helpdesk received) | %s | %s |\n\n", ms(r.Latency.P50()), ms(r.Latency.P99()))
+	updates, txs := r.Requests["UpdateItem"], r.Requests["TransactWriteItems"]
+	fmt.Fprintf(w, "Store requests of the run, counted at the store: %s per created call. The callback's own path is the transaction (%s per call); the worker's are the lease and the result, **%s UpdateItem per delivered ticket**; the rest are the user record's first read and the runner's sweeps (each a query of the attention index for due retries and three for the backlog, once a second whatever there is to do).\n\n",
+		Describe(r.Requests, r.Created), ftoa(float64(txs)/float64(r.Created), 2), ftoa(float64(updates)/float64(r.Delivered), 2))
+	slack := r.Latency.P50() - r.Helpdesk.P50()
+	target(w, "delivery latency p50 − helpdesk round trip p50", ms(slack), "≤ 100 ms", slack <= 100*time.Millisecond)
+	perDelivery := float64(updates) / float64(r.Delivered)
+	target(w, "store requests per successful delivery", ftoa(perDelivery, 2), "≤ 2", perDelivery <= 2)
+	perCall := float64(txs) / float64(r.Created)
+	target(w, "store requests of a created call with a destination", ftoa(perCall, 2), "1", perCall == 1)
+	return nil
+}
