@@ -16,40 +16,45 @@ const (
 	// heldSlack is waited past a lease's end before trying again, so the
 	// store's clock and ours need not agree to the millisecond.
 	heldSlack = 250 * time.Millisecond
-	// handleTries bounds Handle's loop over held leases.
-	handleTries = 3
+	// heldFirstPause and heldMaxPause bound Handle's waits between looks
+	// at a delivery another attempt holds.
+	heldFirstPause = 20 * time.Millisecond
+	heldMaxPause   = time.Second
+	// heldMaxLooks bounds the looks, whatever the clocks say.
+	heldMaxLooks = 100
 )
 
 // Handle delivers ticket id if it can be attempted now, and otherwise makes
-// sure it will be: a delivery held by another attempt is waited for when
-// that lease ends within ctx's time, and is otherwise scheduled in the
-// sweep's index for when it ends, so a worker that died holding it does not
-// strand it. The stream path and the local runner use it for every ticket
-// they are told of.
+// sure it will be. A delivery held by another attempt is usually settled in
+// moments (a stream record delivered twice, the stream racing the sweep):
+// Handle looks again after short, growing waits while the lease lives, and
+// when ctx has not the time to see it out, schedules the delivery in the
+// sweep's index for when the lease ends, so a worker that died holding it
+// does not strand it. The stream path and the local runner use it for
+// every ticket they are told of.
 func (w *Worker) Handle(ctx context.Context, id string) (Report, error) {
-	var rep Report
-	for range handleTries {
-		var err error
-		rep, err = w.Deliver(ctx, id)
+	pause := heldFirstPause
+	for looks := 1; ; looks++ {
+		rep, err := w.Deliver(ctx, id)
 		if err != nil || rep.Outcome != OutcomeHeld {
 			return rep, err
 		}
-		wake := rep.HeldUntil.Add(heldSlack)
-		wait := wake.Sub(w.now())
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+w.Policy.LeaseFor() {
-			// No time to wait for it and then attempt: leave it to the
+		left := rep.HeldUntil.Add(heldSlack).Sub(w.now())
+		if dl, ok := ctx.Deadline(); looks >= heldMaxLooks || ok && time.Until(dl) < min(pause, left)+w.Policy.LeaseFor() {
+			// No time to look again and then attempt: leave it to the
 			// sweep, due when the lease ends.
-			err := w.Store.Defer(ctx, id, rep.HeldBy, wake)
+			err := w.Store.Defer(ctx, id, rep.HeldBy, rep.HeldUntil.Add(heldSlack))
 			if errors.Is(err, ErrLeaseLost) {
+				pause = heldFirstPause
 				continue // it finished or changed hands meanwhile: look again
 			}
 			return rep, err
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := sleep(ctx, min(pause, left)); err != nil {
 			return rep, err
 		}
+		pause = min(2*pause, heldMaxPause)
 	}
-	return rep, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
