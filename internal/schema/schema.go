@@ -42,6 +42,16 @@ type Param struct {
 	// Multiline allows line breaks and tabs in a string; other control
 	// characters are always refused.
 	Multiline bool
+	// Default, when not empty, is the value an optional String parameter
+	// takes when a call leaves it out: Normalize puts it in, and the JSON
+	// Schema publishes it as "default". It must be a value the parameter
+	// accepts.
+	Default string
+	// Set declares a StringList whose order carries no meaning, such as
+	// labels: its items must be distinct (the JSON Schema's uniqueItems)
+	// and Normalize puts them in one order. A list that is not a set keeps
+	// its order and may repeat an item.
+	Set bool
 }
 
 // Pattern is a regular expression, compiled on first use so that declaring
@@ -108,6 +118,69 @@ func (f *Function) Validate(args map[string]any) []Violation {
 	return out
 }
 
+// Normalize validates args and returns them as the function will act on
+// them; it returns nil and every problem Validate finds when they are
+// invalid. Two calls whose arguments normalize alike mean the same thing:
+//
+//   - a member of an optional parameter that is null, an empty string or
+//     an empty list is absent;
+//   - an absent parameter with a Default takes it;
+//   - the items of a Set are put in one order (by Unicode code point);
+//   - everything else is kept as sent: strings are neither trimmed nor
+//     case-folded, and a list that is not a set keeps its order.
+//
+// The result holds only declared parameters, as strings and []any of
+// strings, and shares nothing with args. Normalizing it again returns it
+// unchanged.
+func (f *Function) Normalize(args map[string]any) (map[string]any, []Violation) {
+	if v := f.Validate(args); len(v) > 0 {
+		return nil, v
+	}
+	out := make(map[string]any, len(f.Params))
+	for i := range f.Params {
+		p := &f.Params[i]
+		v := args[p.Name]
+		if !p.Required && empty(v) {
+			if p.Default != "" {
+				out[p.Name] = p.Default
+			}
+			continue
+		}
+		if p.Kind != StringList {
+			out[p.Name] = v
+			continue
+		}
+		list := v.([]any) // Validate checked it
+		items := make([]string, len(list))
+		for j, e := range list {
+			items[j] = e.(string)
+		}
+		if p.Set {
+			slices.Sort(items)
+		}
+		norm := make([]any, len(items))
+		for j, s := range items {
+			norm[j] = s
+		}
+		out[p.Name] = norm
+	}
+	return out, nil
+}
+
+// empty reports whether v, a valid argument, means "absent" for an
+// optional parameter: null, an empty string, an empty list.
+func empty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case []any:
+		return len(x) == 0
+	}
+	return false
+}
+
 // paramNames lists the parameter names in declaration order.
 func (f *Function) paramNames() []string {
 	names := make([]string, len(f.Params))
@@ -145,7 +218,7 @@ func (p *Param) check(v any) string {
 			if msg := p.checkString(fmt.Sprintf("%s[%d]", p.Name, i), s); msg != "" {
 				return msg
 			}
-			if seen[s] {
+			if p.Set && seen[s] {
 				return fmt.Sprintf("%s[%d] repeats %q; send each value once", p.Name, i, canonjson.Clip(s))
 			}
 			seen[s] = true
@@ -225,11 +298,17 @@ func (p *Param) jsonSchema() map[string]any {
 		str["pattern"] = p.Pattern.String()
 	}
 	if p.Kind == StringList {
-		s := map[string]any{"type": "array", "items": str, "uniqueItems": true, "description": p.Description}
+		s := map[string]any{"type": "array", "items": str, "description": p.Description}
+		if p.Set {
+			s["uniqueItems"] = true
+		}
 		if p.MaxItems > 0 {
 			s["maxItems"] = p.MaxItems
 		}
 		return s
+	}
+	if p.Default != "" {
+		str["default"] = p.Default
 	}
 	str["description"] = p.Description
 	return str

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/oncecall/oncecall/internal/canonjson"
 )
 
 var fn = &Function{
@@ -11,9 +13,10 @@ var fn = &Function{
 	Params: []Param{
 		{Name: "title", Kind: String, Required: true, MinLength: 1, MaxLength: 5, Description: "A title."},
 		{Name: "body", Kind: String, MaxLength: 20, Multiline: true, Description: "Text."},
-		{Name: "level", Kind: String, Enum: []string{"a", "b"}, Description: "A level."},
+		{Name: "level", Kind: String, Enum: []string{"a", "b"}, Default: "a", Description: "A level."},
 		{Name: "code", Kind: String, Pattern: NewPattern(`^[0-9]{3}$`), PatternHint: "three digits", Description: "A code."},
-		{Name: "tags", Kind: StringList, MaxItems: 2, MinLength: 1, MaxLength: 3, Description: "Tags."},
+		{Name: "tags", Kind: StringList, Set: true, MaxItems: 2, MinLength: 1, MaxLength: 3, Description: "Tags."},
+		{Name: "steps", Kind: StringList, MaxItems: 3, MinLength: 1, MaxLength: 3, Description: "Steps, in order."},
 	},
 }
 
@@ -21,7 +24,8 @@ func TestValidateAccepts(t *testing.T) {
 	ok := []map[string]any{
 		{"title": "x"},
 		{"title": "héllo", "body": "a\nb\tc", "level": "b", "code": "123", "tags": []any{"x", "yz"}},
-		{"title": "x", "body": nil}, // null counts as absent
+		{"title": "x", "body": nil},                   // null counts as absent
+		{"title": "x", "steps": []any{"a", "b", "a"}}, // a list that is not a set may repeat
 	}
 	for _, args := range ok {
 		if v := fn.Validate(args); len(v) > 0 {
@@ -101,7 +105,80 @@ func TestSchemaMatchesValidator(t *testing.T) {
 	if p := s.Properties["tags"]; p["type"] != "array" || p["maxItems"] != 2.0 || p["uniqueItems"] != true {
 		t.Errorf("tags %v", p)
 	}
+	if p := s.Properties["steps"]; p["type"] != "array" || p["uniqueItems"] != nil {
+		t.Errorf("steps, a list that is not a set, %v", p)
+	}
+	if p := s.Properties["level"]; p["default"] != "a" || p["pattern"] != nil {
+		t.Errorf("level %v", p)
+	}
+	for name, p := range s.Properties {
+		if _, ok := p["default"]; ok && name != "level" {
+			t.Errorf("%s has a default: %v", name, p)
+		}
+	}
 	if len(s.Properties) != len(fn.Params) {
 		t.Errorf("%d properties, %d params", len(s.Properties), len(fn.Params))
+	}
+}
+
+// TestNormalize states the rules with one example each: what means absent
+// is dropped, defaults are filled in, sets are put in one order, and
+// nothing else changes.
+func TestNormalize(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"default filled in", `{"title":"x"}`, `{"level":"a","title":"x"}`},
+		{"default spelled out", `{"title":"x","level":"a"}`, `{"level":"a","title":"x"}`},
+		{"another value kept", `{"title":"x","level":"b"}`, `{"level":"b","title":"x"}`},
+		{"null is absent", `{"title":"x","body":null,"code":null,"tags":null,"level":null}`, `{"level":"a","title":"x"}`},
+		{"empty string of an optional parameter is absent", `{"title":"x","body":""}`, `{"level":"a","title":"x"}`},
+		{"empty optional list is absent", `{"title":"x","tags":[],"steps":[]}`, `{"level":"a","title":"x"}`},
+		{"set sorted", `{"title":"x","tags":["b","a"]}`, `{"level":"a","tags":["a","b"],"title":"x"}`},
+		{"set by code point", `{"title":"x","tags":["é","z"]}`, `{"level":"a","tags":["z","é"],"title":"x"}`},
+		{"list keeps its order and repeats", `{"title":"x","steps":["b","a","b"]}`, `{"level":"a","steps":["b","a","b"],"title":"x"}`},
+		{"strings kept as sent", `{"title":" X ","body":"A\n"}`, `{"body":"A\n","level":"a","title":" X "}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var in map[string]any
+			if err := json.Unmarshal([]byte(c.in), &in); err != nil {
+				t.Fatal(err)
+			}
+			got, v := fn.Normalize(in)
+			if len(v) > 0 {
+				t.Fatalf("Normalize(%s): %v", c.in, v)
+			}
+			b, err := canonjson.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != c.want {
+				t.Fatalf("Normalize(%s) = %s, want %s", c.in, b, c.want)
+			}
+			again, v := fn.Normalize(got)
+			if b2, _ := canonjson.Marshal(again); len(v) > 0 || string(b2) != string(b) {
+				t.Fatalf("Normalize is not idempotent: %s, then %s %v", b, b2, v)
+			}
+		})
+	}
+}
+
+func TestNormalizeRefusesWhatValidateRefuses(t *testing.T) {
+	got, v := fn.Normalize(map[string]any{"title": "", "tags": []any{"a", "a"}})
+	if got != nil || len(v) != 2 {
+		t.Fatalf("Normalize = %v, %v", got, v)
+	}
+}
+
+func TestNormalizeSharesNothingWithItsInput(t *testing.T) {
+	tags := []any{"b", "a"}
+	in := map[string]any{"title": "x", "tags": tags}
+	got, _ := fn.Normalize(in)
+	got["tags"].([]any)[0] = "changed"
+	if tags[0] != "b" || tags[1] != "a" || len(in) != 2 {
+		t.Fatalf("the input changed: %v", in)
 	}
 }

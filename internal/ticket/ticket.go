@@ -39,9 +39,9 @@ var Create = &schema.Function{
 			Description: "A one-line summary of the problem (1 to 200 characters)."},
 		{Name: "description", Kind: schema.String, MaxLength: MaxDescription, Multiline: true,
 			Description: "Details: what happened, what was expected, steps to reproduce (up to 8000 characters)."},
-		{Name: "priority", Kind: schema.String, Enum: Priorities,
+		{Name: "priority", Kind: schema.String, Enum: Priorities, Default: DefaultPriority,
 			Description: "How urgent the problem is: low, normal (the default), high or urgent."},
-		{Name: "tags", Kind: schema.StringList, MaxItems: MaxTags, MinLength: 1, MaxLength: MaxTag,
+		{Name: "tags", Kind: schema.StringList, Set: true, MaxItems: MaxTags, MinLength: 1, MaxLength: MaxTag,
 			Description: "Up to 10 distinct labels of 1 to 32 characters each."},
 	},
 }

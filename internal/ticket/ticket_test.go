@@ -1,6 +1,7 @@
 package ticket
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -50,5 +51,26 @@ func TestDefinitionsValidateTheirOwnExamples(t *testing.T) {
 	}
 	if v := Get.Validate(map[string]any{"ticket_id": "nope"}); len(v) != 1 {
 		t.Fatalf("malformed id accepted: %v", v)
+	}
+}
+
+// TestCreateDeclaresItsDefaultAndItsSet: the priority's default is the one
+// a ticket gets, and tags are a set.
+func TestCreateDeclaresItsDefaultAndItsSet(t *testing.T) {
+	for _, p := range Create.Params {
+		switch p.Name {
+		case "priority":
+			if p.Default != DefaultPriority || !slices.Contains(Priorities, p.Default) {
+				t.Errorf("priority's default is %q", p.Default)
+			}
+		case "tags":
+			if !p.Set {
+				t.Error("tags are not a set")
+			}
+		default:
+			if p.Default != "" || p.Set {
+				t.Errorf("%s has a default or is a set: %+v", p.Name, p)
+			}
+		}
 	}
 }
