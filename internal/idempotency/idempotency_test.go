@@ -24,7 +24,7 @@ func TestDeriveIsTheHashOfTheCanonicalTuple(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tuple := `["tenant-a","request-example","create_ticket",{"a":[1,2.5],"title":"Cannot sign in"}]`
+	tuple := `[2,"tenant-a","request-example","create_ticket",{"a":[1,2.5],"title":"Cannot sign in"}]`
 	sum := sha256.Sum256([]byte(tuple))
 	if k.ID != hex.EncodeToString(sum[:]) {
 		t.Fatalf("key %s is not SHA-256 of %s", k.ID, tuple)
@@ -54,6 +54,25 @@ func TestDeriveSeparatesEveryComponent(t *testing.T) {
 	same := must(Derive(PolicyArguments, "t", "r", "f", parse(t, ` { "title" : "x" } `)))
 	if same.ID != base.ID {
 		t.Error("whitespace changed the key")
+	}
+}
+
+// TestKeyVersionIsInTheTuple: under either policy, the tuple starts with
+// the derivation's version, and the version 1 tuple (none) gives another
+// key.
+func TestKeyVersionIsInTheTuple(t *testing.T) {
+	if KeyVersion != 2 {
+		t.Fatalf("KeyVersion = %d; a new version needs README's upgrade note and this test updated", KeyVersion)
+	}
+	for pol, tuples := range map[Policy][2]string{
+		PolicyArguments: {`[2,"t","r","f",{"title":"x"}]`, `["t","r","f",{"title":"x"}]`},
+		PolicyRequest:   {`[2,"t","r","f"]`, `["t","r","f"]`},
+	} {
+		k := must(Derive(pol, "t", "r", "f", map[string]any{"title": "x"}))
+		v2, v1 := sha256.Sum256([]byte(tuples[0])), sha256.Sum256([]byte(tuples[1]))
+		if k.ID != hex.EncodeToString(v2[:]) || k.ID == hex.EncodeToString(v1[:]) {
+			t.Errorf("%s: key %s is not SHA-256 of %s", pol, k.ID, tuples[0])
+		}
 	}
 }
 

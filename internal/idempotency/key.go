@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/oncecall/oncecall/internal/canonjson"
@@ -61,6 +62,14 @@ func ParsePolicies(s string, known []string) (Policies, error) {
 	return out, nil
 }
 
+// KeyVersion is the version of the key derivation, the first member of
+// the hashed tuple. Version 2 keys the arguments as the function will act
+// on them (schema.Function.Normalize); version 1, which had no version
+// member, keyed them as sent. A version's tuples cannot encode like
+// another's, so keys of two derivations never collide: a new version makes
+// every key new.
+const KeyVersion = 2
+
 // Key identifies one operation.
 type Key struct {
 	// ID is the hex SHA-256 that names the operation in the store.
@@ -71,8 +80,12 @@ type Key struct {
 	Arguments []byte
 }
 
-// Derive computes the key of an operation. args must be a value Parse
-// produced; the error is only for values canonjson cannot encode.
+// Derive computes the key of an operation: the SHA-256 of the canonical
+// JSON array [KeyVersion, tenant, requestID, function, args], args left
+// out under PolicyRequest. args are the arguments as the function will act
+// on them, as schema.Function.Normalize returned them, so that arguments
+// that mean the same get one key; the fingerprint is taken over the same
+// form. The error is only for values canonjson cannot encode.
 func Derive(pol Policy, tenant, requestID, function string, args map[string]any) (Key, error) {
 	canon, err := canonjson.Marshal(args)
 	if err != nil {
@@ -83,6 +96,8 @@ func Derive(pol Policy, tenant, requestID, function string, args map[string]any)
 	// no choice of fields can make two different tuples encode alike.
 	tuple := make([]byte, 0, 64+len(tenant)+len(requestID)+len(function)+len(canon))
 	tuple = append(tuple, '[')
+	tuple = strconv.AppendInt(tuple, KeyVersion, 10)
+	tuple = append(tuple, ',')
 	tuple = canonjson.AppendString(tuple, tenant)
 	tuple = append(tuple, ',')
 	tuple = canonjson.AppendString(tuple, requestID)
