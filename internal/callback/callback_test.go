@@ -45,16 +45,23 @@ func TestCreateThenDeduplicate(t *testing.T) {
 	}
 }
 
+// TestKeyOrderDoesNotMatterButValuesDo: neither the order of members nor
+// the order of tags (a set) changes the operation; a changed value does.
+// (Before issue 8, tags in another order were a new operation.)
 func TestKeyOrderDoesNotMatterButValuesDo(t *testing.T) {
 	r := newRig(t)
 	a := r.call(create("user-a", "r-1", `{"title":"Printer jam","priority":"high","tags":["hw","floor-2"]}`))
-	b := r.call(create("user-a", "r-1", `{"tags":["hw","floor-2"],"priority":"high","title":"Printer jam"}`))
-	if a.str("status") != "created" || b.body["deduplicated"] != true || a.str("ticket_id") != b.str("ticket_id") {
-		t.Fatalf("reordered members made a new operation:\n%s\n%s", a.raw, b.raw)
+	for _, same := range []string{
+		`{"tags":["hw","floor-2"],"priority":"high","title":"Printer jam"}`,
+		`{"title":"Printer jam","priority":"high","tags":["floor-2","hw"]}`,
+	} {
+		b := r.call(create("user-a", "r-1", same))
+		if a.str("status") != "created" || b.body["deduplicated"] != true || a.str("ticket_id") != b.str("ticket_id") {
+			t.Fatalf("reordered members or tags made a new operation:\n%s\n%s", a.raw, b.raw)
+		}
 	}
 	for _, changed := range []string{
 		`{"title":"Printer jam","priority":"urgent","tags":["hw","floor-2"]}`,
-		`{"title":"Printer jam","priority":"high","tags":["floor-2","hw"]}`,
 		`{"title":"Printer  jam","priority":"high","tags":["hw","floor-2"]}`,
 		`{"title":"Printer jam","priority":"high"}`,
 	} {
@@ -63,8 +70,8 @@ func TestKeyOrderDoesNotMatterButValuesDo(t *testing.T) {
 			t.Errorf("changed arguments %s were deduplicated: %s", changed, c.raw)
 		}
 	}
-	if n := r.tickets(); n != 5 {
-		t.Errorf("%d tickets, want 5", n)
+	if n := r.tickets(); n != 4 {
+		t.Errorf("%d tickets, want 4", n)
 	}
 }
 
@@ -331,7 +338,7 @@ func TestConcurrentIdenticalCalls(t *testing.T) {
 
 func TestPendingAnswersInProgress(t *testing.T) {
 	r := newRig(t)
-	key, _ := idempotency.Derive(idempotency.PolicyArguments, "tenant-a", "r-1", ticket.CreateName, map[string]any{"title": "Cannot sign in"})
+	key := opKey(t, idempotency.PolicyArguments, "tenant-a", "r-1", signIn)
 	err := r.store.PutOperation(context.Background(), idempotency.Record{Key: key.ID, UserID: "user-a", Tenant: "tenant-a",
 		Function: ticket.CreateName, State: idempotency.Pending, Fingerprint: key.Fingerprint, CreatedAt: r.clock(), ExpiresAt: r.clock().Add(time.Hour)})
 	if err != nil {

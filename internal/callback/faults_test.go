@@ -499,14 +499,7 @@ func (r *rig) operation(t testing.TB, user, requestID, args string) *idempotency
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := parseArgs(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := idempotency.Derive(r.h.Policies.For(ticket.CreateName), u.Tenant, requestID, ticket.CreateName, v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := opKey(t, r.h.Policies.For(ticket.CreateName), u.Tenant, requestID, args)
 	rec, err := r.store.Operation(context.Background(), key.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -567,9 +560,8 @@ func TestFaultPendingIsHeld(t *testing.T) {
 			var proxy *dynamotest.Proxy
 			r := newRig(t, viaProxy(&proxy))
 			proxy.ReturnOldItems = parity
-			args, _ := parseArgs(signIn)
 			put := func(rid string, expires time.Time) idempotency.Record {
-				key, _ := idempotency.Derive(idempotency.PolicyArguments, "tenant-a", rid, ticket.CreateName, args)
+				key := opKey(t, idempotency.PolicyArguments, "tenant-a", rid, signIn)
 				rec := idempotency.Record{Key: key.ID, UserID: "user-a", Tenant: "tenant-a", Function: ticket.CreateName,
 					State: idempotency.Pending, Fingerprint: key.Fingerprint, CreatedAt: r.clock(), ExpiresAt: expires}
 				if err := r.store.PutOperation(context.Background(), rec); err != nil {

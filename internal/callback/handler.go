@@ -246,7 +246,10 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 	if !user.Allows(fn.Name) {
 		return h.deny(e, http.StatusForbidden, "function_not_granted", "This user may not call "+fn.Name+".")
 	}
-	if v := fn.Validate(req.Arguments); len(v) > 0 {
+	// The arguments as the function will act on them: the operation key
+	// and the ticket are both made from these, never from req.Arguments.
+	args, v := fn.Normalize(req.Arguments)
+	if len(v) > 0 {
 		msgs := make([]string, len(v))
 		for i, x := range v {
 			msgs[i] = x.Message
@@ -256,9 +259,9 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 
 	switch fn.Name {
 	case ticket.CreateName:
-		return h.create(ctx, req, fn, user, e, false)
+		return h.create(ctx, req, args, fn, user, e, false)
 	case ticket.GetName:
-		return h.get(ctx, req, user, e)
+		return h.get(ctx, args, user, e)
 	}
 	return h.fail(e, fmt.Errorf("function %s has no implementation", fn.Name))
 }
@@ -359,16 +362,17 @@ func withFlag(stored []byte, deduplicated bool) []byte {
 	return append(out, `"deduplicated":false}`...)
 }
 
-// create serves create_ticket for user. retried is true on the one repeat
-// that a tenant change found inside the transaction allows.
-func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
+// create serves create_ticket for user with args, the call's normalized
+// arguments. retried is true on the one repeat that a tenant change found
+// inside the transaction allows.
+func (h *Handler) create(ctx context.Context, req *protocol.Request, args map[string]any, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
 	rid, p := req.RequestID()
 	if p != nil {
 		return h.refuse(e, p)
 	}
 	pol := h.Policies.For(fn.Name)
 	h.debug(ctx, "key policy", slog.String("function", fn.Name), slog.String("policy", string(pol)))
-	key, err := idempotency.Derive(pol, user.Tenant, rid, fn.Name, req.Arguments)
+	key, err := idempotency.Derive(pol, user.Tenant, rid, fn.Name, args)
 	if err != nil {
 		return h.fail(e, err)
 	}
@@ -378,7 +382,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 	e.opKey = key.ID
 
 	now := h.Now().UTC()
-	t := ticket.FromArguments(req.Arguments)
+	t := ticket.FromArguments(args)
 	t.ID, t.Tenant, t.UserID, t.CreatedAt = h.NewID(), user.Tenant, user.ExternalID, now
 	t.OperationKey, t.RequestID = key.ID, rid
 	stored := createdResult(t.ID)
@@ -397,7 +401,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, fn *schema.
 		if retry && !retried {
 			// Only the tenant changed: the key derived from the cached one
 			// is void, so derive it again from the record as it is now.
-			return h.create(ctx, req, fn, *fresh, e, true)
+			return h.create(ctx, req, args, fn, *fresh, e, true)
 		}
 		return h.denyRevoked(e, fresh, fn.Name)
 	case errors.Is(err, identity.ErrRevoked):
@@ -480,8 +484,8 @@ type ticketView struct {
 	Delivery *delivery.View `json:"delivery,omitempty"`
 }
 
-func (h *Handler) get(ctx context.Context, req *protocol.Request, cached identity.User, e *entry) protocol.Answer {
-	id, _ := req.Arguments["ticket_id"].(string)
+func (h *Handler) get(ctx context.Context, args map[string]any, cached identity.User, e *entry) protocol.Answer {
+	id, _ := args["ticket_id"].(string)
 	user, t, d, err := h.Store.ReadTicket(ctx, cached.ExternalID, id)
 	switch {
 	case errors.Is(err, identity.ErrUnknown):

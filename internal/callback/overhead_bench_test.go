@@ -117,6 +117,10 @@ func benchHandler(store callback.Store) *callback.Handler {
 func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
 	args := map[string]any{"title": "Cannot sign in", "description": "Since this morning the login page says my password is wrong.\nI reset it twice.",
 		"priority": "high", "tags": []any{"login", "web"}}
+	args, v := ticket.Create.Normalize(args)
+	if len(v) > 0 {
+		b.Fatal(v)
+	}
 	key, err := idempotency.Derive(idempotency.PolicyArguments, "tenant-a", "req-7d2c9b1e", ticket.CreateName, args)
 	if err != nil {
 		b.Fatal(err)

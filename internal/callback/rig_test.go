@@ -18,8 +18,10 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // testCost keeps bcrypt cheap in tests; the verifier accepts any cost up to
@@ -185,3 +187,23 @@ func (r *rig) tickets() int { return r.env.Count(r.t, "ticket") }
 
 // operations counts operation items in the store.
 func (r *rig) operations() int { return r.env.Count(r.t, "operation") }
+
+// opKey is the operation key the handler derives for a create_ticket call
+// with args (JSON) by a user of tenant: the arguments normalized, then
+// keyed, as the handler does.
+func opKey(t testing.TB, pol idempotency.Policy, tenant, requestID, args string) idempotency.Key {
+	t.Helper()
+	raw, err := parseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, v := ticket.Create.Normalize(raw)
+	if len(v) > 0 {
+		t.Fatalf("arguments %s: %v", args, v)
+	}
+	key, err := idempotency.Derive(pol, tenant, requestID, ticket.CreateName, norm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}

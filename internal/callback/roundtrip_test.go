@@ -55,7 +55,7 @@ func TestEveryWarmCallIsOneRequest(t *testing.T) {
 	proxy.ReturnOldItems = true
 	first := r.call(create("user-a", "r-1", signIn)) // also caches alice
 	r.call(create("user-b", "warm-up-b", signIn))    // caches bob
-	pending, _ := idempotency.Derive(idempotency.PolicyArguments, "tenant-a", "r-pending", ticket.CreateName, map[string]any{"title": "Cannot sign in"})
+	pending := opKey(t, idempotency.PolicyArguments, "tenant-a", "r-pending", signIn)
 	err := r.store.PutOperation(context.Background(), idempotency.Record{Key: pending.ID, UserID: "user-a", Tenant: "tenant-a",
 		Function: ticket.CreateName, State: idempotency.Pending, Fingerprint: pending.Fingerprint, CreatedAt: r.clock(), ExpiresAt: r.clock().Add(time.Hour)})
 	if err != nil {

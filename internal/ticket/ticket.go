@@ -77,15 +77,15 @@ type Ticket struct {
 	RequestID string
 }
 
-// FromArguments builds the ticket that validated create_ticket arguments
-// describe. Ids, owner and provenance are the caller's to fill in.
+// FromArguments builds the ticket that create_ticket arguments describe,
+// as Create.Normalize returned them: the same arguments the operation key
+// is derived from, with the default priority filled in and the tags in one
+// order. Ids, owner and provenance are the caller's to fill in.
 func FromArguments(args map[string]any) Ticket {
-	t := Ticket{Priority: DefaultPriority}
+	var t Ticket
 	t.Title, _ = args["title"].(string)
 	t.Description, _ = args["description"].(string)
-	if p, ok := args["priority"].(string); ok {
-		t.Priority = p
-	}
+	t.Priority, _ = args["priority"].(string)
 	if tags, ok := args["tags"].([]any); ok {
 		for _, tag := range tags {
 			if s, ok := tag.(string); ok {

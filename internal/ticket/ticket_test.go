@@ -25,12 +25,22 @@ func TestNewID(t *testing.T) {
 	}
 }
 
+// normalized returns args as Create.Normalize makes them.
+func normalized(t *testing.T, args map[string]any) map[string]any {
+	t.Helper()
+	n, v := Create.Normalize(args)
+	if len(v) > 0 {
+		t.Fatal(v)
+	}
+	return n
+}
+
 func TestFromArgumentsAndView(t *testing.T) {
-	tk := FromArguments(map[string]any{"title": "T", "tags": []any{"a", "b"}})
-	if tk.Title != "T" || tk.Priority != DefaultPriority || len(tk.Tags) != 2 || tk.Description != "" {
+	tk := FromArguments(normalized(t, map[string]any{"title": "T", "tags": []any{"b", "a"}, "description": nil}))
+	if tk.Title != "T" || tk.Priority != DefaultPriority || len(tk.Tags) != 2 || tk.Tags[0] != "a" || tk.Description != "" {
 		t.Fatalf("FromArguments = %+v", tk)
 	}
-	tk = FromArguments(map[string]any{"title": "T", "priority": "urgent", "description": "d"})
+	tk = FromArguments(normalized(t, map[string]any{"title": "T", "priority": "urgent", "description": "d"}))
 	if tk.Priority != "urgent" || tk.Description != "d" {
 		t.Fatalf("FromArguments = %+v", tk)
 	}

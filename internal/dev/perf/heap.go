@@ -193,7 +193,11 @@ func heapCall(ctx context.Context, c *Client, admin *dynamodb.Client, svc *Servi
 	if p != nil {
 		return "", p
 	}
-	key, err := idempotency.Derive(idempotency.PolicyArguments, u.tenant, rid, ticket.CreateName, req.Arguments)
+	args, v := ticket.Create.Normalize(req.Arguments)
+	if len(v) > 0 {
+		return "", fmt.Errorf("heap run: invalid arguments: %v", v)
+	}
+	key, err := idempotency.Derive(idempotency.PolicyArguments, u.tenant, rid, ticket.CreateName, args)
 	if err != nil {
 		return "", err
 	}
