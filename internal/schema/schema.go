@@ -294,8 +294,13 @@ func (p *Param) jsonSchema() map[string]any {
 	if len(p.Enum) > 0 {
 		str["enum"] = p.Enum
 	}
-	if p.Pattern != nil {
+	switch {
+	case p.Pattern != nil:
 		str["pattern"] = p.Pattern.String()
+	case len(p.Enum) == 0:
+		// What the validator refuses besides lengths, enumerations and
+		// patterns, said in the schema: control characters.
+		str["pattern"] = controlPattern(p.Multiline)
 	}
 	if p.Kind == StringList {
 		s := map[string]any{"type": "array", "items": str, "description": p.Description}
@@ -312,6 +317,23 @@ func (p *Param) jsonSchema() map[string]any {
 	}
 	str["description"] = p.Description
 	return str
+}
+
+// Patterns the JSON Schema gives a string parameter without an
+// enumeration or a pattern of its own: the characters checkString refuses
+// (C0 controls, DEL and C1 controls; a multi-line string may hold tabs and
+// line breaks). They mean the same in ECMA-262, the dialect JSON Schema
+// names, and in Go's regexp.
+const (
+	singleLinePattern = `^[^\x00-\x1F\x7F-\x9F]*$`
+	multiLinePattern  = `^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$`
+)
+
+func controlPattern(multiline bool) string {
+	if multiline {
+		return multiLinePattern
+	}
+	return singleLinePattern
 }
 
 func quoteList(xs []string) string {

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -111,6 +112,14 @@ func TestSchemaMatchesValidator(t *testing.T) {
 	if p := s.Properties["level"]; p["default"] != "a" || p["pattern"] != nil {
 		t.Errorf("level %v", p)
 	}
+	for name, want := range map[string]any{"title": singleLinePattern, "body": multiLinePattern, "code": "^[0-9]{3}$"} {
+		if got := s.Properties[name]["pattern"]; got != want {
+			t.Errorf("%s pattern %v, want %v", name, got, want)
+		}
+	}
+	if items := s.Properties["tags"]["items"].(map[string]any); items["pattern"] != singleLinePattern {
+		t.Errorf("tags items %v", items)
+	}
 	for name, p := range s.Properties {
 		if _, ok := p["default"]; ok && name != "level" {
 			t.Errorf("%s has a default: %v", name, p)
@@ -180,5 +189,24 @@ func TestNormalizeSharesNothingWithItsInput(t *testing.T) {
 	got["tags"].([]any)[0] = "changed"
 	if tags[0] != "b" || tags[1] != "a" || len(in) != 2 {
 		t.Fatalf("the input changed: %v", in)
+	}
+}
+
+// TestControlPatternsSayWhatCheckStringRefuses compares the published
+// control-character patterns with the validator, character by character.
+func TestControlPatternsSayWhatCheckStringRefuses(t *testing.T) {
+	runes := []rune{0xFEFF, 0xFFFD, 0xFFFF, 0x1F600, 0x10FFFF}
+	for r := rune(0); r < 0x3000; r++ {
+		runes = append(runes, r)
+	}
+	for _, multiline := range []bool{false, true} {
+		p := Param{Name: "s", Kind: String, Multiline: multiline}
+		re := regexp.MustCompile(controlPattern(multiline))
+		for _, r := range runes {
+			s := "a" + string(r) + "b"
+			if accepted, matched := p.checkString("s", s) == "", re.MatchString(s); accepted != matched {
+				t.Errorf("multiline %v, U+%04X: the validator accepts it %v, the pattern matches it %v", multiline, r, accepted, matched)
+			}
+		}
 	}
 }
