@@ -280,7 +280,9 @@ func TestSettleRefusalsWriteNothing(t *testing.T) {
 }
 
 func sameTickets(a, b []map[string]types.AttributeValue) bool {
-	key := func(m map[string]types.AttributeValue) string { return m[dynamo.PartitionKey].(*types.AttributeValueMemberS).Value }
+	key := func(m map[string]types.AttributeValue) string {
+		return m[dynamo.PartitionKey].(*types.AttributeValueMemberS).Value
+	}
 	am := map[string]map[string]types.AttributeValue{}
 	for _, m := range a {
 		am[key(m)] = m
