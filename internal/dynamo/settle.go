@@ -32,9 +32,6 @@ const (
 	SettleAbandoned SettleAs = "abandoned"
 )
 
-// SettleChoices lists the decisions, in the order usages show them.
-var SettleChoices = []SettleAs{SettleDelivered, SettleNotCreated, SettleAbandoned}
-
 // To is the state a decision leaves the delivery in.
 func (d SettleAs) To() delivery.State {
 	switch d {
