@@ -258,6 +258,9 @@ func deliveryList(fs *flag.FlagSet) action {
 				if *olderThan > 0 {
 					fmt.Fprintf(w, ", in the state for at least %s", *olderThan)
 				}
+				if page.Stale > 0 {
+					fmt.Fprintf(w, "; %d more left the state since the index listed them", page.Stale)
+				}
 				if page.Next != "" {
 					fmt.Fprintf(w, "; more: add -after %s", page.Next)
 				}

@@ -120,7 +120,9 @@ func (a *Admin) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage, 
 		if err != nil {
 			return DeliveryPage{}, err
 		}
-		page.Examined += int(out.ScannedCount)
+		// A store that does not report ScannedCount (minidyn) still
+		// counts what it returned.
+		page.Examined += max(int(out.ScannedCount), len(out.Items))
 		for i, item := range out.Items {
 			entries = append(entries, item)
 			if len(entries) == q.Limit {
