@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -67,10 +68,24 @@ var commands = []*command{
 		store:    true, change: true, bind: userRename,
 	},
 	{
-		name: "find", summary: "an operation and its ticket, by ticket id, operation key, or tenant + request id",
+		name: "find", summary: "an operation, its ticket and the ticket's delivery with its audit, by ticket id, operation key, or tenant + request id",
 		synopsis: "(-ticket ID | -op KEY | -tenant T -request R [-function F]) [-full] [target flags] [-json]",
 		example:  "find -tenant tenant-a -request request-example\nfind -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -full\nfind -op 3f1c0e8a9b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e -json",
 		store:    true, bind: findCmd,
+	},
+	{
+		name: "delivery list", summary: "list the tickets whose delivery is uncertain, failed or waiting for a retry (queued), oldest first, a page at a time (queries the attention index; never scans)",
+		synopsis: "-state uncertain|failed|queued [-older-than D] [-tenant T] [-limit N] [-after CURSOR] [target flags] [-json]",
+		example:  "delivery list -state uncertain\ndelivery list -state queued -older-than 1h -tenant tenant-a -limit 20 -json",
+		store:    true, bind: deliveryList,
+	},
+	{
+		name: "delivery settle", summary: "record a person's decision on a delivery, conditional on the state (and version) seen: delivered, not-created (send again, same key) or abandoned",
+		synopsis: "-ticket ID -as delivered|not-created|abandoned -expect STATE [-version N] [-helpdesk-id X [-url U]] [-reason R] [target flags] [-operator NAME] [-json]",
+		example: "delivery settle -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -as delivered -expect uncertain -version 3 -helpdesk-id 4711 -url https://example.zendesk.com/agent/tickets/4711 -operator alice\n" +
+			"delivery settle -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -as not-created -expect uncertain -version 3 -reason 'not in the helpdesk by external id or key' -operator alice\n" +
+			"delivery settle -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -as abandoned -expect failed -reason 'customer withdrew the request' -operator alice",
+		store: true, change: true, bind: deliverySettle,
 	},
 	{
 		name: "table create", summary: "create the table with its indexes and TTL, or add the indexes an existing table lacks",
@@ -161,7 +176,8 @@ func nonceCmd(fs *flag.FlagSet) action {
 }
 
 // changeLog is the one JSON line a change writes on standard error. Its
-// field names are stable; it never holds a secret (user records hold none).
+// field names are stable; it never holds a secret (user records hold none)
+// nor an operator's reason for a settlement (it may quote the ticket).
 type changeLog struct {
 	Time   string `json:"time"`
 	Msg    string `json:"msg"`
@@ -174,22 +190,38 @@ type changeLog struct {
 	Target   string `json:"target"`
 	Table    string `json:"table"`
 	UserID   string `json:"user_id,omitempty"`
+	TicketID string `json:"ticket_id,omitempty"`
 	Field    string `json:"field,omitempty"`
 	Before   any    `json:"before"`
 	After    any    `json:"after"`
 	Version  int64  `json:"version,omitempty"`
+	// HelpdeskID is the helpdesk's id a settlement recorded.
+	HelpdeskID string `json:"helpdesk_id,omitempty"`
 }
 
 // logChange writes the change's line. It runs after the write succeeded.
 func (s *session) logChange(w who, action, userID, field string, before, after any, version int64) {
-	b, err := json.Marshal(changeLog{
-		Time: s.tool.now().UTC().Format(time.RFC3339Nano), Msg: "oncecall-admin change", Action: action,
-		Who: w.ID, Via: w.Via, Operator: w.Operator, Target: s.target.label(), Table: s.target.table,
-		UserID: userID, Field: field, Before: before, After: after, Version: version,
+	s.writeLog(w, changeLog{Action: action, UserID: userID, Field: field, Before: before, After: after, Version: version})
+}
+
+// logSettle writes a settlement's line: the ticket, the delivery state
+// before and after, the new version and any helpdesk id recorded. The
+// operator's reason is not logged: it may quote the ticket.
+func (s *session) logSettle(w who, st dynamo.Settlement, r delivery.Record) {
+	s.writeLog(w, changeLog{
+		Action: "delivery." + st.As.Action(), TicketID: st.TicketID, Field: "delivery",
+		Before: string(st.Expect), After: string(r.State), Version: r.Version, HelpdeskID: st.Receipt.ID,
 	})
+}
+
+// writeLog completes c with the time, who and the target, and writes it.
+func (s *session) writeLog(w who, c changeLog) {
+	c.Time, c.Msg = s.tool.now().UTC().Format(time.RFC3339Nano), "oncecall-admin change"
+	c.Who, c.Via, c.Operator, c.Target, c.Table = w.ID, w.Via, w.Operator, s.target.label(), s.target.table
+	b, err := json.Marshal(c)
 	if err != nil {
 		// Only values of the types above are logged; this cannot happen.
-		b = []byte(`{"msg":"oncecall-admin change","action":` + fmt.Sprintf("%q", action) + `,"error":"unencodable"}`)
+		b = []byte(`{"msg":"oncecall-admin change","action":` + fmt.Sprintf("%q", c.Action) + `,"error":"unencodable"}`)
 	}
 	fmt.Fprintln(s.tool.stderr, strings.TrimSpace(string(b)))
 }

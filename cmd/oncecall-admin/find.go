@@ -52,10 +52,9 @@ type operationView struct {
 type matchView struct {
 	Ticket    *ticketView    `json:"ticket"`
 	Operation *operationView `json:"operation"`
-	// Delivery is the ticket's delivery state. It is null until the
-	// delivery store lands (dynamo.Found gains it) and for tickets without
-	// a destination; the key is here now so that scripts can rely on it.
-	Delivery any `json:"delivery"`
+	// Delivery is the ticket's delivery, with its audit; null for a
+	// ticket created without a destination, or no ticket.
+	Delivery *deliveryView `json:"delivery"`
 }
 
 const timeLayout = time.RFC3339
@@ -181,7 +180,9 @@ func (s *session) emitMatches(m dynamo.Matches, what string, full bool) error {
 		Truncated bool        `json:"truncated"`
 	}{Matches: make([]matchView, 0, len(m.Found)), Truncated: m.Truncated}
 	for _, f := range m.Found {
-		out.Matches = append(out.Matches, matchView{Ticket: viewTicket(f.Ticket, full), Operation: viewOperation(f.Operation, now, full)})
+		out.Matches = append(out.Matches, matchView{
+			Ticket: viewTicket(f.Ticket, full), Operation: viewOperation(f.Operation, now, full), Delivery: viewDelivery(f.Delivery, now),
+		})
 	}
 	return s.emit(out, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: %d found, oldest first\n", what, len(out.Matches))
@@ -238,6 +239,7 @@ func matchRows(w io.Writer, m matchView, full bool) {
 	} else {
 		row(w, "operation", "- (none: deleted after its deduplication window)")
 	}
-	// The delivery rows (state, attempts, destination id) come here with
-	// the delivery store.
+	if m.Ticket != nil {
+		deliveryRows(w, m.Delivery)
+	}
 }

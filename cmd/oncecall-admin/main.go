@@ -1,6 +1,7 @@
 // Command oncecall-admin is the operator's tool: a tenant's users and
-// one-field changes to them, an operation found by its ticket, its key or
-// its tenant and request id, the table, and nonces.
+// one-field changes to them, an operation and its ticket's delivery found
+// by its ticket, its key or its tenant and request id, the deliveries that
+// need a person and the decisions that settle them, the table, and nonces.
 //
 // It works on the local store of `make run` unless told otherwise
 // (-endpoint URL or DYNAMODB_ENDPOINT for another store, -aws for AWS),

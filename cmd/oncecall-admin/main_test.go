@@ -47,6 +47,8 @@ type rig struct {
 	// stands a store there).
 	local    string
 	pageSize int32
+	// clock, when set, is the tool's clock (time.Now otherwise).
+	clock func() time.Time
 }
 
 func newRig(t *testing.T) *rig {
@@ -68,11 +70,15 @@ type result struct {
 func (r *rig) run(args ...string) result {
 	r.t.Helper()
 	var out, errOut bytes.Buffer
+	now := r.clock
+	if now == nil {
+		now = time.Now
+	}
 	tl := &tool{
 		stdout: &out, stderr: &errOut,
 		getenv:        func(k string) string { return r.vars[k] },
 		localEndpoint: r.local, pageSize: r.pageSize,
-		now: time.Now,
+		now: now,
 	}
 	code := tl.run(args)
 	return result{code, out.String(), errOut.String()}

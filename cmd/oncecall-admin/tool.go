@@ -23,7 +23,7 @@ const (
 	exitFailure  = 1 // the store failed or could not be reached
 	exitUsage    = 2 // the command line or a setting must change
 	exitNotFound = 3 // the user, ticket or operation does not exist
-	exitConflict = 4 // refused by the record as it is: changed since read, exists, last function
+	exitConflict = 4 // refused by the record as it is: changed since read, exists, last function, delivery moved or held
 )
 
 // Time limits of one command.
@@ -89,7 +89,7 @@ func conflict(format string, args ...any) error {
 }
 
 // groups orders the top-level words of the usage.
-var groups = []string{"user", "find", "table", "nonce"}
+var groups = []string{"user", "find", "delivery", "table", "nonce"}
 
 func (t *tool) run(args []string) int {
 	if len(args) == 0 {
@@ -264,7 +264,7 @@ func (t *tool) usage() string {
 	for _, g := range groups {
 		for _, c := range commands {
 			if strings.Fields(c.name)[0] == g {
-				fmt.Fprintf(&b, "  %-13s %s\n", c.name, c.summary)
+				fmt.Fprintf(&b, "  %-16s %s\n", c.name, c.summary)
 			}
 		}
 	}
@@ -278,7 +278,7 @@ func (t *tool) groupUsage(group string) string {
 	fmt.Fprintf(&b, "usage: oncecall-admin %s COMMAND [flags]   (oncecall-admin %s COMMAND -h: its usage with an example)\n\ncommands:\n", group, group)
 	for _, c := range commands {
 		if strings.Fields(c.name)[0] == group {
-			fmt.Fprintf(&b, "  %-13s %s\n", c.name, c.summary)
+			fmt.Fprintf(&b, "  %-16s %s\n", c.name, c.summary)
 		}
 	}
 	return b.String()
@@ -313,5 +313,6 @@ exit codes:
   2  usage: a flag, an argument or a setting must change (nothing was done)
   3  not found: no such user, ticket or operation
   4  conflict: refused by the record as it is (changed since read, already
-     exists, last function); nothing was written
+     exists, last function; a delivery not in the state or at the version
+     given, delivered already, or held by an attempt); nothing was written
 `

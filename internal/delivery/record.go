@@ -99,6 +99,9 @@ type Decision struct {
 	From, To State
 	// Receipt is the helpdesk reference recorded, for "delivered".
 	Receipt Receipt
+	// Note says what the decision did besides changing the state (such
+	// as resetting the attempts), in the store's words.
+	Note string
 }
 
 // Reported is the state a caller is told: InProgress for a queued delivery

@@ -7,8 +7,9 @@ type Policy struct {
 	// Timeout bounds one request to the destination.
 	Timeout time.Duration
 	// MaxAttempts bounds the attempts (leases taken); MaxAge bounds the
-	// time since the ticket was created. Past either, a delivery ends
-	// failed (certainly not created) or uncertain (maybe created).
+	// time since the ticket was queued: created, or queued again by an
+	// operator (who also resets the attempts). Past either, a delivery
+	// ends failed (certainly not created) or uncertain (maybe created).
 	MaxAttempts int
 	MaxAge      time.Duration
 	// BaseBackoff is the upper bound of the first randomized wait between
@@ -71,8 +72,8 @@ const (
 // where the destination folds a repeat into the first (inside its
 // deduplication window), is looked up where the destination can be asked,
 // and otherwise is left to a person.
-func plan(r *Record, caps Capabilities, p Policy, created, now time.Time) (step, time.Time, State, string) {
-	over := r.Attempts > p.MaxAttempts || now.Sub(created) > p.MaxAge
+func plan(r *Record, caps Capabilities, p Policy, queued, now time.Time) (step, time.Time, State, string) {
+	over := r.Attempts > p.MaxAttempts || now.Sub(queued) > p.MaxAge
 	if !r.MaybeSent {
 		if over {
 			return stepStop, time.Time{}, Failed, "attempts_spent"

@@ -1,9 +1,6 @@
 package delivery
 
-import (
-	"time"
-	"unicode/utf8"
-)
+import "time"
 
 // View is what a caller is told of a delivery: the "delivery" member of a
 // create_ticket answer and of a get_ticket ticket.
@@ -16,9 +13,6 @@ type View struct {
 	// Message tells the model, in words, what the state means for it.
 	Message string `json:"message"`
 }
-
-// MaxViewReason bounds how much of an operator's reason a View repeats.
-const MaxViewReason = 200
 
 // View returns what a caller is told of r at now.
 func (r *Record) View(now time.Time) View {
@@ -34,22 +28,10 @@ func (r *Record) View(now time.Time) View {
 	case Uncertain:
 		v.Message = "It is not known whether the helpdesk received the ticket; a person will check and settle it. Do not create another ticket for this request; tell the user it is being looked at."
 	case Abandoned:
-		v.Message = "A person closed this request"
-		if r.Reason != "" {
-			v.Message += " (" + clip(r.Reason, MaxViewReason) + ")"
-		}
-		v.Message += ". Do not create another ticket for this request."
+		// The operator's reason is not repeated: it is written for the
+		// audit and may quote the ticket or say what the user should not
+		// read.
+		v.Message = "A person from support closed this request; nothing more will be sent to the helpdesk. Do not create another ticket for this request; tell the user that support closed it."
 	}
 	return v
-}
-
-// clip shortens s to at most n bytes on a character boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

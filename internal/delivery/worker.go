@@ -259,9 +259,10 @@ func (w *Worker) notLeased(nl *NotLeasable, now time.Time) Report {
 // attempt runs the leased attempt: at most a lookup and a create.
 func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Record, Report) {
 	caps := w.Destination.Capabilities()
+	queued := queuedAt(&rec, t.CreatedAt)
 	for range 2 {
 		now := w.now()
-		st, at, final, code := plan(&rec, caps, w.Policy, t.CreatedAt, now)
+		st, at, final, code := plan(&rec, caps, w.Policy, queued, now)
 		switch st {
 		case stepStop:
 			return w.end(rec, final, Result{Code: code}, now)
@@ -279,16 +280,28 @@ func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Reco
 				rec.LastCode, rec.LastStatus = "absent", res.Status
 				continue
 			default:
-				return w.retry(rec, res, t.CreatedAt, true)
+				return w.retry(rec, res, queued, true)
 			}
 		case stepSend:
 			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Create(ctx, rec.Key, t) })
-			return w.afterSend(rec, res, t.CreatedAt)
+			return w.afterSend(rec, res, queued)
 		}
 	}
 	// Unreachable: a confirmed absence clears MaybeSent, after which plan
 	// only sends or stops.
 	return w.end(rec, Uncertain, Result{Code: "internal"}, w.now())
+}
+
+// queuedAt is when the age budget (Policy.MaxAge) of the leased delivery r
+// of a ticket created at created starts: when it was queued, which is the
+// ticket's creation or, after an operator settled it "not created", that
+// decision (Since of a queued delivery). Without it, a ticket an operator
+// queues again a day after its creation would fail at once, unattempted.
+func queuedAt(r *Record, created time.Time) time.Time {
+	if r.State == Queued && r.Since.After(created) {
+		return r.Since
+	}
+	return created
 }
 
 // call runs one request to the destination within Policy.Timeout.
@@ -302,7 +315,7 @@ func (w *Worker) call(ctx context.Context, f func(context.Context) Result) Resul
 // may have created the ticket: only a lookup can tell which one counts.
 const CodeRefused = "refused"
 
-func (w *Worker) afterSend(rec Record, res Result, created time.Time) (Record, Report) {
+func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Report) {
 	now := w.now()
 	caps := w.Destination.Capabilities()
 	switch res.Outcome {
@@ -324,7 +337,7 @@ func (w *Worker) afterSend(rec Record, res Result, created time.Time) (Record, R
 		rec.LastSent = now
 		next := now.Add(max(w.jitter(rec.Attempts), res.RetryAfter))
 		switch {
-		case w.more(rec, next, created) && insideWindow(&rec, caps, w.Policy, next):
+		case w.more(rec, next, queued) && insideWindow(&rec, caps, w.Policy, next):
 			return w.schedule(rec, next, res)
 		case caps.Lookup && rec.Attempts <= w.Policy.MaxAttempts:
 			return w.schedule(rec, laterOf(next, now.Add(caps.SettleDelay)), res)
@@ -332,25 +345,26 @@ func (w *Worker) afterSend(rec Record, res Result, created time.Time) (Record, R
 			return w.end(rec, Uncertain, res, now)
 		}
 	default: // Unavailable, or an adapter's zero Result
-		return w.retry(rec, res, created, false)
+		return w.retry(rec, res, queued, false)
 	}
 }
 
-// more reports whether another attempt is allowed at next.
-func (w *Worker) more(rec Record, next, created time.Time) bool {
-	return rec.Attempts < w.Policy.MaxAttempts && next.Sub(created) <= w.Policy.MaxAge
+// more reports whether another attempt is allowed at next, for a delivery
+// queued at queued.
+func (w *Worker) more(rec Record, next, queued time.Time) bool {
+	return rec.Attempts < w.Policy.MaxAttempts && next.Sub(queued) <= w.Policy.MaxAge
 }
 
 // retry schedules another attempt after a request that changed nothing,
 // or ends the delivery when none is allowed: failed when no request may
 // have created the ticket, uncertain when one may have and it cannot be
 // looked up once more.
-func (w *Worker) retry(rec Record, res Result, created time.Time, wasLookup bool) (Record, Report) {
+func (w *Worker) retry(rec Record, res Result, queued time.Time, wasLookup bool) (Record, Report) {
 	now := w.now()
 	next := now.Add(max(w.jitter(rec.Attempts), res.RetryAfter))
 	caps := w.Destination.Capabilities()
 	switch {
-	case w.more(rec, next, created):
+	case w.more(rec, next, queued):
 		return w.schedule(rec, next, res)
 	case !rec.MaybeSent:
 		return w.end(rec, Failed, res, now)

@@ -152,6 +152,7 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 				Reason: ad.str("reason", false), From: delivery.State(ad.str("from", false)),
 				To:      delivery.State(ad.str("to", false)),
 				Receipt: delivery.Receipt{ID: ad.str("dest_id", false), URL: ad.str("dest_url", false)},
+				Note:    ad.str("note", false),
 			})
 		}
 	}

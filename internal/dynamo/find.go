@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
@@ -15,9 +16,10 @@ import (
 type Found struct {
 	Ticket    *ticket.Ticket
 	Operation *idempotency.Record
-	// The ticket's delivery state (design: "Ticket item delivery
-	// attributes") joins here with the delivery store; it is read from the
-	// same ticket item, with no further request.
+	// Delivery is the ticket's delivery, read from the same ticket item
+	// with no further request; nil when the ticket has none (created
+	// without a destination) or there is no ticket.
+	Delivery *delivery.Record
 }
 
 // Matches are the tickets found for one tenant and request id.
@@ -32,11 +34,11 @@ type Matches struct {
 // FindTicket reads ticket id and the operation that created it; nil when
 // there is no such ticket.
 func (a *Admin) FindTicket(ctx context.Context, id string) (*Found, error) {
-	t, err := a.store.Ticket(ctx, id)
+	t, d, err := a.ticket(ctx, id)
 	if err != nil || t == nil {
 		return nil, err
 	}
-	f := &Found{Ticket: t}
+	f := &Found{Ticket: t, Delivery: d}
 	if t.OperationKey != "" {
 		if f.Operation, err = a.store.Operation(ctx, t.OperationKey); err != nil {
 			return nil, err
@@ -55,11 +57,29 @@ func (a *Admin) FindOperation(ctx context.Context, key string) (*Found, error) {
 	}
 	f := &Found{Operation: r}
 	if r.TicketID != "" {
-		if f.Ticket, err = a.store.Ticket(ctx, r.TicketID); err != nil {
+		if f.Ticket, f.Delivery, err = a.ticket(ctx, r.TicketID); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// ticket reads ticket id and its delivery from its item, with a strongly
+// consistent read; a nil ticket when there is none.
+func (a *Admin) ticket(ctx context.Context, id string) (*ticket.Ticket, *delivery.Record, error) {
+	item, err := a.store.get(ctx, ticketKey(id))
+	if err != nil || item == nil {
+		return nil, nil, err
+	}
+	t, err := decodeTicket(item)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := decodeDelivery(item)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &t, d, nil
 }
 
 // FindRequest finds the tickets created for requestID in tenant, oldest

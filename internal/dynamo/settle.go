@@ -1,0 +1,306 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/delivery"
+)
+
+// SettleAs is what an operator decides a delivery is (issue 10): one of
+// SettleDelivered, SettleNotCreated and SettleAbandoned.
+type SettleAs string
+
+// Decisions an operator can make.
+const (
+	// SettleDelivered: the operator found the ticket in the helpdesk; its
+	// id (and URL) are recorded and the delivery is delivered.
+	SettleDelivered SettleAs = "delivered"
+	// SettleNotCreated: the operator checked that the helpdesk does not
+	// have the ticket; the delivery is queued again under the same
+	// idempotency key, due at once, with a fresh attempt budget.
+	SettleNotCreated SettleAs = "not_created"
+	// SettleAbandoned: nothing more is attempted; a reason is required.
+	SettleAbandoned SettleAs = "abandoned"
+)
+
+// To is the state a decision leaves the delivery in.
+func (d SettleAs) To() delivery.State {
+	switch d {
+	case SettleDelivered:
+		return delivery.Delivered
+	case SettleNotCreated:
+		return delivery.Queued
+	case SettleAbandoned:
+		return delivery.Abandoned
+	}
+	return ""
+}
+
+// Action is the decision's name in the audit: "settle." and the decision.
+func (d SettleAs) Action() string { return "settle." + string(d) }
+
+// NotCreatedNote is the note the audit entry of SettleNotCreated carries:
+// what the decision did besides changing the state.
+const NotCreatedNote = "queued again under the same idempotency key, due now; attempts reset to 0 (a fresh budget) and maybe_sent cleared"
+
+// Settleable lists the states a decision may replace: every stored state
+// but Delivered, which the helpdesk already has.
+var Settleable = []delivery.State{delivery.Queued, delivery.Failed, delivery.Uncertain, delivery.Abandoned}
+
+// Limits of a settlement.
+const (
+	// MaxSettleReason bounds an operator's reason, in bytes (as much as a
+	// destination's refusal is kept).
+	MaxSettleReason = delivery.MaxReason
+	// MaxHelpdeskID bounds a helpdesk id an operator records, in bytes.
+	MaxHelpdeskID = 256
+	// MaxHelpdeskURL bounds a helpdesk URL an operator records, in bytes.
+	MaxHelpdeskURL = 2048
+)
+
+// Settlement is one operator decision on the delivery of one ticket.
+type Settlement struct {
+	TicketID string
+	As       SettleAs
+	// Expect is the state the operator saw. The decision is made only
+	// while the delivery is still stored in it.
+	Expect delivery.State
+	// Version, when not zero, is the delivery version the operator saw
+	// (every delivery starts at 1); the decision is made only while the
+	// delivery is still at it.
+	Version int64
+	// Receipt names the ticket in the helpdesk, for SettleDelivered (ID
+	// required, URL optional).
+	Receipt delivery.Receipt
+	// Reason is the operator's why: required for SettleAbandoned. It is
+	// stored on the item and in its audit, never logged and never shown to
+	// the model: it may quote the ticket.
+	Reason string
+	// Who made the decision: the operator's AWS identity or local name.
+	Who string
+	// At is when; the zero time means now.
+	At time.Time
+}
+
+// ErrNoTicket is returned by Settle for a ticket that does not exist.
+var ErrNoTicket = errors.New("dynamo: no such ticket")
+
+// ErrNoDelivery is returned by Settle for a ticket created without a
+// destination: it has no delivery to settle.
+var ErrNoDelivery = errors.New("dynamo: the ticket has no delivery (created without a destination)")
+
+// SettleConflict is returned by Settle when the delivery is not as the
+// operator saw it, or an attempt holds it. Nothing was written. It matches
+// ErrConflict.
+type SettleConflict struct {
+	// Current is the delivery as the store holds it.
+	Current delivery.Record
+	// At is when the settlement was tried, for judging the lease.
+	At time.Time
+}
+
+func (e *SettleConflict) Error() string {
+	return fmt.Sprintf("dynamo: delivery not settled: it is %s at version %d", e.Current.Reported(e.At), e.Current.Version)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *SettleConflict) Is(target error) bool { return target == ErrConflict }
+
+// check refuses a settlement that cannot be made whatever the store holds.
+func (s *Settlement) check() error {
+	switch {
+	case s.As.To() == "":
+		return fmt.Errorf("dynamo: no decision %q", s.As)
+	case !slices.Contains(Settleable, s.Expect):
+		return fmt.Errorf("dynamo: a delivery in state %q is not settled", s.Expect)
+	case s.As == SettleAbandoned && s.Expect == delivery.Abandoned:
+		return errors.New("dynamo: the delivery is abandoned already")
+	case s.As == SettleDelivered && (s.Receipt.ID == "" || len(s.Receipt.ID) > MaxHelpdeskID || len(s.Receipt.URL) > MaxHelpdeskURL):
+		return fmt.Errorf("dynamo: delivered needs a helpdesk id of 1 to %d bytes and a URL of at most %d", MaxHelpdeskID, MaxHelpdeskURL)
+	case s.As != SettleDelivered && (s.Receipt != delivery.Receipt{}):
+		return errors.New("dynamo: only delivered records a helpdesk id")
+	case s.As == SettleAbandoned && s.Reason == "":
+		return errors.New("dynamo: abandoned needs a reason")
+	case len(s.Reason) > MaxSettleReason:
+		return fmt.Errorf("dynamo: a reason is at most %d bytes", MaxSettleReason)
+	case s.Who == "":
+		return errors.New("dynamo: a settlement needs to know who makes it")
+	case s.Version < 0:
+		return errors.New("dynamo: a delivery version is 1 or more")
+	}
+	return nil
+}
+
+// Settle makes an operator's decision on the delivery of a ticket with one
+// conditional UpdateItem, and returns the delivery as it now stands. The
+// condition: the delivery is in s.Expect, at s.Version when given, and no
+// attempt holds a live lease (lease_until absent or before s.At). Every
+// decision releases the lease (lease_owner "", so that a late worker's
+// Finish, conditioned on its own lease, fails with ErrLeaseLost), raises
+// the version by one, sets since to s.At and appends the decision to the
+// item's audit list:
+//
+//   - SettleDelivered records dest_id, dest_url and delivered_at and takes
+//     the ticket out of AttentionIndex.
+//   - SettleNotCreated queues it again under the same key: maybe_sent
+//     false, attempts 0, next_at now, listed in AttentionIndex as queued
+//     from now, so that the next sweep attempts it.
+//   - SettleAbandoned takes it out of AttentionIndex; nothing more is
+//     attempted.
+//
+// A refusal writes nothing and is ErrNoTicket, ErrNoDelivery or a
+// *SettleConflict holding the delivery as it is. When an answer is lost
+// after the store applied the decision, the retry finds the decision in
+// the audit and returns it as made.
+func (a *Admin) Settle(ctx context.Context, s Settlement) (delivery.Record, error) {
+	if err := s.check(); err != nil {
+		return delivery.Record{}, err
+	}
+	at := s.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	in := settleInput(a.table, s, at)
+	var out *dynamodb.UpdateItemOutput
+	err := a.store.retry(ctx, func() (err error) {
+		out, err = a.api.UpdateItem(ctx, in)
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return a.settleRefused(ctx, ccf.Item, s, at)
+	}
+	if err != nil {
+		return delivery.Record{}, err
+	}
+	r, err := decodeDelivery(out.Attributes)
+	if err == nil && r == nil {
+		err = fmt.Errorf("dynamo: settled ticket %s has no delivery", s.TicketID)
+	}
+	if err != nil {
+		return delivery.Record{}, err
+	}
+	return *r, nil
+}
+
+// settleInput is the UpdateItem of a settlement made at at.
+func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemInput {
+	names := map[string]string{
+		"#d": attrDelivery, "#lo": attrLeaseOwner, "#lu": attrLeaseUntil, "#dv": attrVersion,
+		"#since": attrSince, "#na": attrNextAt, "#audit": attrAudit, "#reason": attrReason,
+		"#attn": attrAttention, "#attnat": attrAttentionAt,
+	}
+	values := map[string]types.AttributeValue{
+		":expect": strAV(string(s.Expect)), ":to": strAV(string(s.As.To())), ":now": msAV(at),
+		":none": strAV(""), ":zero": numAV(0), ":one": numAV(1),
+		":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
+		":entry": &types.AttributeValueMemberL{Value: []types.AttributeValue{auditEntry(s, at)}},
+	}
+	cond := "#d = :expect AND (attribute_not_exists(#lu) OR #lu < :now)"
+	if s.Version != 0 {
+		cond += " AND #dv = :version"
+		values[":version"] = numAV(s.Version)
+	}
+	set := []string{
+		"#d = :to", "#lo = :none", "#lu = :zero", "#dv = if_not_exists(#dv, :zero) + :one", "#since = :now",
+		"#audit = list_append(if_not_exists(#audit, :empty), :entry)",
+	}
+	var remove []string
+	if s.Reason != "" {
+		values[":reason"] = strAV(s.Reason)
+		set = append(set, "#reason = :reason")
+	} else {
+		// The reason stored describes the state it came with (a refusal's
+		// words); the new state has none.
+		remove = append(remove, "#reason")
+	}
+	switch s.As {
+	case SettleDelivered:
+		names["#did"], names["#durl"], names["#dat"] = attrDestID, attrDestURL, attrDeliveredAt
+		values[":did"], values[":durl"] = strAV(s.Receipt.ID), strAV(s.Receipt.URL)
+		set = append(set, "#na = :zero", "#did = :did", "#durl = :durl", "#dat = :now")
+		remove = append(remove, "#attn", "#attnat")
+	case SettleNotCreated:
+		names["#ms"], names["#att"] = attrMaybeSent, attrAttempts
+		values[":false"], values[":queued"], values[":attnat"] = boolAV(false), strAV(string(delivery.Queued)), strAV(indexTime(at))
+		set = append(set, "#ms = :false", "#att = :zero", "#na = :now", "#attn = :queued", "#attnat = :attnat")
+	case SettleAbandoned:
+		set = append(set, "#na = :zero")
+		remove = append(remove, "#attn", "#attnat")
+	}
+	expr := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName: aws.String(table), Key: ticketKey(s.TicketID),
+		ConditionExpression:                 aws.String(cond),
+		UpdateExpression:                    aws.String(expr),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// auditEntry is the decision as the item's audit list holds it.
+func auditEntry(s Settlement, at time.Time) types.AttributeValue {
+	m := map[string]types.AttributeValue{
+		"who": strAV(s.Who), "at": msAV(at), "action": strAV(s.As.Action()),
+		"from": strAV(string(s.Expect)), "to": strAV(string(s.As.To())),
+	}
+	if s.Reason != "" {
+		m["reason"] = strAV(s.Reason)
+	}
+	if s.Receipt.ID != "" {
+		m["dest_id"] = strAV(s.Receipt.ID)
+	}
+	if s.Receipt.URL != "" {
+		m["dest_url"] = strAV(s.Receipt.URL)
+	}
+	if s.As == SettleNotCreated {
+		m["note"] = strAV(NotCreatedNote)
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+// settleRefused explains a failed settlement from the item as it was when
+// the condition failed (read again when the store did not return it). A
+// decision found at the end of the audit is this one, applied by an
+// earlier try whose answer was lost: it is returned as made.
+func (a *Admin) settleRefused(ctx context.Context, item map[string]types.AttributeValue, s Settlement, at time.Time) (delivery.Record, error) {
+	if len(item) == 0 {
+		got, err := a.store.get(ctx, ticketKey(s.TicketID))
+		if err != nil {
+			return delivery.Record{}, err
+		}
+		item = got
+	}
+	if len(item) == 0 {
+		return delivery.Record{}, ErrNoTicket
+	}
+	r, err := decodeDelivery(item)
+	if err != nil {
+		return delivery.Record{}, err
+	}
+	if r == nil {
+		return delivery.Record{}, ErrNoDelivery
+	}
+	if n := len(r.Audit); n > 0 {
+		last := r.Audit[n-1]
+		if last.Who == s.Who && last.At.Equal(at) && last.Action == s.As.Action() && r.State == s.As.To() {
+			return *r, nil
+		}
+	}
+	return delivery.Record{}, &SettleConflict{Current: *r, At: at}
+}
