@@ -1,0 +1,183 @@
+package samtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Operations the AWS stand-in serves, as their X-Amz-Target.
+const (
+	GetSecretValue = "secretsmanager.GetSecretValue"
+	DynamoPrefix   = "DynamoDB_20120810."
+)
+
+// AWSCall is one request a function sent towards AWS.
+type AWSCall struct {
+	// Target is the X-Amz-Target operation, or "proxy <host>" for a
+	// request that tried to leave the machine.
+	Target string
+	Body   []byte
+}
+
+// AWS is where every request a function under test sends towards AWS ends
+// up, and what records it. The SDK reaches it through AWS_ENDPOINT_URL;
+// anything else that tries to leave the machine reaches it through
+// HTTP_PROXY and HTTPS_PROXY and is refused. It answers Secrets Manager's
+// GetSecretValue for the secrets it holds and passes DynamoDB requests
+// unchanged to a DynamoDB-compatible store (the embedded one).
+type AWS struct {
+	srv   *httptest.Server
+	store *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	secrets map[string]string // ARN -> value
+	calls   []AWSCall
+}
+
+// NewAWS starts the stand-in, passing DynamoDB requests to storeURL and
+// holding secrets (ARN to value). It stops when the test ends.
+func NewAWS(t testing.TB, storeURL string, secrets map[string]string) *AWS {
+	t.Helper()
+	u, err := url.Parse(storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &AWS{store: httputil.NewSingleHostReverseProxy(u), secrets: secrets}
+	// An unreachable store is a case the tests make on purpose: the 502
+	// the function gets says so, the log line would only be noise.
+	a.store.ErrorLog = log.New(io.Discard, "", 0)
+	a.srv = httptest.NewServer(a)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// URL is the stand-in's endpoint.
+func (a *AWS) URL() string { return a.srv.URL }
+
+// Env is what points a function's SDK and any other traffic bound off the
+// machine at the stand-in.
+func (a *AWS) Env() map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL": a.srv.URL,
+		"HTTP_PROXY":       a.srv.URL, "HTTPS_PROXY": a.srv.URL,
+		"http_proxy": a.srv.URL, "https_proxy": a.srv.URL,
+	}
+}
+
+// Calls returns the requests so far.
+func (a *AWS) Calls() []AWSCall {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.calls)
+}
+
+func (a *AWS) record(c AWSCall) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, c)
+}
+
+func (a *AWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect || r.URL.IsAbs() {
+		a.record(AWSCall{Target: "proxy " + r.Host})
+		http.Error(w, "this test lets nothing leave the machine", http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	target := r.Header.Get("X-Amz-Target")
+	a.record(AWSCall{Target: target, Body: body})
+	switch {
+	case target == GetSecretValue:
+		var in struct {
+			SecretID string `json:"SecretId"`
+		}
+		_ = json.Unmarshal(body, &in)
+		a.mu.Lock()
+		value, ok := a.secrets[in.SecretID]
+		a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		if !ok {
+			w.Header().Set("X-Amzn-ErrorType", "ResourceNotFoundException")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"ARN": in.SecretID, "Name": "oncecall-secret", "SecretString": value,
+			"VersionId": "00000000-0000-4000-8000-000000000001", "VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7964e9,
+		})
+	case strings.HasPrefix(target, DynamoPrefix):
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		a.store.ServeHTTP(w, r)
+	default:
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"UnknownOperationException","Message":"not served in tests: %q"}`, target)
+	}
+}
+
+// DynamoGrants is what a DynamoDB request needs in IAM terms: its actions
+// (a transaction needs the action of each kind of item in it) on the
+// resources it names, written as the template references them: tables
+// maps a table's name to its reference (such as "getatt:Table.Arn"), and a
+// Query of an index names the index's ARN.
+func DynamoGrants(t testing.TB, c AWSCall, tables map[string]string) []Grant {
+	t.Helper()
+	op, ok := strings.CutPrefix(c.Target, DynamoPrefix)
+	if !ok {
+		t.Fatalf("%s is not a DynamoDB request", c.Target)
+	}
+	ref := func(table string) string {
+		t.Helper()
+		r, ok := tables[table]
+		if !ok {
+			t.Errorf("%s names table %q, which is not the stack's", op, table)
+		}
+		return r
+	}
+	var out []Grant
+	switch op {
+	case "TransactWriteItems", "TransactGetItems":
+		var in struct {
+			TransactItems []map[string]struct{ TableName string }
+		}
+		if err := json.Unmarshal(c.Body, &in); err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range in.TransactItems {
+			for kind, a := range item {
+				action := map[string]string{
+					"ConditionCheck": "dynamodb:ConditionCheckItem", "Put": "dynamodb:PutItem",
+					"Update": "dynamodb:UpdateItem", "Delete": "dynamodb:DeleteItem", "Get": "dynamodb:GetItem",
+				}[kind]
+				out = append(out, Grant{action, ref(a.TableName)})
+			}
+		}
+	default:
+		var in struct{ TableName, IndexName string }
+		if err := json.Unmarshal(c.Body, &in); err != nil {
+			t.Fatal(err)
+		}
+		res := ref(in.TableName)
+		if in.IndexName != "" {
+			res += "/index/" + in.IndexName
+		}
+		out = append(out, Grant{"dynamodb:" + op, res})
+	}
+	return out
+}

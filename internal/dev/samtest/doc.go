@@ -1,0 +1,21 @@
+// Package samtest checks the SAM application (template.yaml and the
+// bootstraps `sam build` makes) against the code, in the tests of
+// functions/callback and functions/deliver.
+//
+// Deploy evaluates template.yaml for a set of parameter values as
+// CloudFormation would at deploy time: parameter constraints, Rules,
+// Conditions and the intrinsic functions the template uses, keeping
+// references to the stack's own resources visible ("ref:Name",
+// "getatt:Name.Attr") so that tests can check which resource a policy
+// statement or an environment variable names. goformation (v7.14.9) reads
+// the YAML and decodes the evaluated resources with its typed models; where
+// those models predate a property SAM passes through (LoggingConfig, an
+// event source's FilterCriteria), the tests read the evaluated map instead.
+//
+// Allowed lists what an IAM role allows, refusing wildcards; MatchFilter
+// applies a Lambda event filter pattern to an event, as the event source
+// mapping does before invoking a function; CheckBootstrap inspects a
+// bootstrap built for provided.al2023 on arm64.
+//
+// Nothing here runs AWS: it reads files and evaluates them.
+package samtest
