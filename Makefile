@@ -20,9 +20,10 @@ test:
 nonce:
 	@$(GO) run ./cmd/oncecall-admin nonce
 
-## build: the Lambda bootstrap for arm64 in bin/
+## build: the arm64 Lambda bootstraps, as `sam build` makes them: bin/callback/bootstrap and bin/deliver/bootstrap
 build:
-	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o bin/bootstrap ./functions/callback
+	$(MAKE) --no-print-directory build-CallbackFunction ARTIFACTS_DIR=bin/callback
+	$(MAKE) --no-print-directory build-DeliverFunction ARTIFACTS_DIR=bin/deliver
 
 vet:
 	$(GO) vet ./...
@@ -80,17 +81,21 @@ stress:
 		-destination $(STRESS_DESTINATION) -fault-rate $(STRESS_FAULT_RATE)
 
 # ---- SAM application: build for `sam build`, local invokes -------------------
-# `sam build` runs build-CallbackFunction (template.yaml: BuildMethod makefile)
-# in a copy of this folder with ARTIFACTS_DIR set: the arm64 bootstrap that
+# `sam build` runs build-CallbackFunction and, when the stack has a
+# destination, build-DeliverFunction (template.yaml: BuildMethod makefile) in
+# a copy of this folder with ARTIFACTS_DIR set: the arm64 bootstrap that
 # provided.al2023 runs, static, stripped, without the RPC shim.
 ARTIFACTS_DIR ?= bin/sam
 RIE_BIN       := bin/aws-lambda-rie
 LOCAL_BOOT    := bin/local/bootstrap
 
-.PHONY: build-CallbackFunction invoke
+.PHONY: build-CallbackFunction build-DeliverFunction invoke
 
 build-CallbackFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
+
+build-DeliverFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/deliver
 
 # EVENT names one event or several, separated by any whitespace (newlines
 # included, as EVENT="$$(ls events/*.json)" gives them); EVENT=all plays
