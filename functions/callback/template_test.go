@@ -4,396 +4,61 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"reflect"
-	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/cloudformation/lambda"
-	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
-// How template.yaml is read.
-//
-// goformation (v7.14.9) is the parser: its YAML reader turns the short-form
-// tags (!Ref, !GetAtt, !Sub, !If, ...) into CloudFormation's long form, and
-// its typed resource models, which refuse unknown properties, decode every
-// resource. Two of its parts cannot be used as they are, and the test says
-// so rather than weakening a check:
-//
-//   - Its intrinsic processor resolves Ref and Fn::GetAtt of resources to
-//     nothing and evaluates Fn::If only against unevaluated conditions, so
-//     the processed template loses exactly what least privilege is about
-//     (which resource a statement names). evaluate below resolves the
-//     intrinsics the template uses, for a given set of parameter values,
-//     and keeps resource references as "ref:Name" and "getatt:Name.Attr".
-//   - Its AWS::Serverless::Function model predates LoggingConfig, which SAM
-//     passes through to AWS::Lambda::Function unchanged; that property is
-//     decoded with goformation's AWS::Lambda::Function model of it instead.
+// How template.yaml is read: internal/dev/samtest evaluates it for a set of
+// parameter values as CloudFormation would (constraints, Rules,
+// Conditions, intrinsics), keeping references to the stack's own resources
+// as "ref:Name" and "getatt:Name.Attr", and goformation decodes the result.
+// functions/deliver checks the delivery worker's part of the template.
 
 const templatePath = "../../template.yaml"
 
-// Pseudo parameter values used to evaluate the template.
-var pseudo = map[string]string{
-	"AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012", "AWS::StackName": "oncecall",
-	"AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com",
-}
-
-// noValue stands for AWS::NoValue until its property is dropped.
-type noValueT struct{}
-
-var noValue = noValueT{}
-
-// stack is template.yaml evaluated for one set of parameter values.
+// stack is template.yaml as deployed, with CallbackFunction's LoggingConfig
+// at hand.
 type stack struct {
-	raw    map[string]any
-	params map[string]any
-	conds  map[string]bool
-	// Eval is the evaluated template, Typed the same decoded by goformation.
-	Eval  map[string]any
-	Typed *cloudformation.Template
-	// Logging is CallbackFunction's LoggingConfig.
+	*samtest.Stack
 	Logging lambda.Function_LoggingConfig
-}
-
-func readTemplate(t *testing.T) map[string]any {
-	t.Helper()
-	src, err := os.ReadFile(templatePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	long, err := intrinsics.ProcessYAML(src, &intrinsics.ProcessorOptions{NoProcess: true})
-	if err != nil {
-		t.Fatalf("goformation cannot read template.yaml: %v", err)
-	}
-	var raw map[string]any
-	if err := json.Unmarshal(long, &raw); err != nil {
-		t.Fatal(err)
-	}
-	return raw
 }
 
 // deploy evaluates template.yaml with the parameter values in overrides
 // (the defaults for the others), as CloudFormation would at deploy time.
-func deploy(t *testing.T, overrides map[string]string) *stack {
+func deploy(t testing.TB, overrides map[string]string) *stack {
 	t.Helper()
-	s := &stack{raw: readTemplate(t), params: map[string]any{}, conds: map[string]bool{}}
-	params, _ := s.raw["Parameters"].(map[string]any)
-	for name := range overrides {
-		if _, ok := params[name]; !ok {
-			t.Fatalf("no parameter %s", name)
-		}
-	}
-	for name, p := range params {
-		p := p.(map[string]any)
-		v, ok := overrides[name]
-		if !ok {
-			def, has := p["Default"]
-			if !has {
-				t.Fatalf("parameter %s has no default: a first deploy would have to invent one", name)
-			}
-			v = scalar(def)
-		}
-		if err := checkParameter(p, v); err != nil {
-			t.Fatalf("parameter %s=%q: %v", name, v, err)
-		}
-		if p["Type"] == "Number" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("parameter %s: %v", name, err)
-			}
-			s.params[name] = f
-		} else {
-			s.params[name] = v
-		}
-	}
-	res := s.raw["Resources"].(map[string]any)
-	out := map[string]any{}
-	for k, v := range s.raw {
-		if k != "Resources" && k != "Conditions" && k != "Outputs" {
-			out[k] = v
-		}
-	}
-	evRes := map[string]any{}
-	for name, r := range res {
-		r := r.(map[string]any)
-		if c, ok := r["Condition"].(string); ok && !s.cond(t, c) {
-			continue
-		}
-		er := map[string]any{}
-		for k, v := range r {
-			if k == "Properties" {
-				er[k] = s.eval(t, v)
-			} else if k != "Condition" {
-				er[k] = v
-			}
-		}
-		evRes[name] = er
-	}
-	out["Resources"] = evRes
-	if o, ok := s.raw["Outputs"]; ok {
-		out["Outputs"] = s.eval(t, o)
-	}
-	s.Eval = out
-
-	// goformation's typed decode, with LoggingConfig taken aside (see the
-	// comment at the top).
-	b, err := json.Marshal(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var forTyped map[string]any
-	_ = json.Unmarshal(b, &forTyped)
-	fn := forTyped["Resources"].(map[string]any)["CallbackFunction"].(map[string]any)["Properties"].(map[string]any)
-	lc, err := json.Marshal(fn["LoggingConfig"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(lc, &s.Logging); err != nil {
-		t.Fatalf("LoggingConfig: %v", err)
-	}
-	delete(fn, "LoggingConfig")
-	b, _ = json.Marshal(forTyped)
-	s.Typed = &cloudformation.Template{}
-	if err := json.Unmarshal(b, s.Typed); err != nil {
-		t.Fatalf("goformation refuses the evaluated template: %v", err)
-	}
-	return s
-}
-
-func scalar(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(x)
-	}
-	return fmt.Sprint(v)
-}
-
-// checkParameter applies the constraints CloudFormation applies to a value.
-func checkParameter(p map[string]any, v string) error {
-	if av, ok := p["AllowedValues"].([]any); ok {
-		found := false
-		for _, a := range av {
-			found = found || scalar(a) == v
-		}
-		if !found {
-			return fmt.Errorf("not among AllowedValues %v", av)
-		}
-	}
-	if pat, ok := p["AllowedPattern"].(string); ok && !regexp.MustCompile(pat).MatchString(v) {
-		return fmt.Errorf("does not match AllowedPattern %s", pat)
-	}
-	if p["Type"] == "Number" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return err
-		}
-		if mn, ok := p["MinValue"].(float64); ok && f < mn {
-			return fmt.Errorf("below MinValue %v", mn)
-		}
-		if mx, ok := p["MaxValue"].(float64); ok && f > mx {
-			return fmt.Errorf("above MaxValue %v", mx)
-		}
-	}
-	if mn, ok := p["MinLength"].(float64); ok && float64(len(v)) < mn {
-		return fmt.Errorf("shorter than MinLength %v", mn)
-	}
-	return nil
-}
-
-func (s *stack) cond(t *testing.T, name string) bool {
-	t.Helper()
-	if v, ok := s.conds[name]; ok {
-		return v
-	}
-	c, ok := s.raw["Conditions"].(map[string]any)[name]
-	if !ok {
-		t.Fatalf("no condition %s", name)
-	}
-	v := s.evalCond(t, c)
-	s.conds[name] = v
-	return v
-}
-
-func (s *stack) evalCond(t *testing.T, n any) bool {
-	t.Helper()
-	m, ok := n.(map[string]any)
-	if !ok || len(m) != 1 {
-		t.Fatalf("condition %v is not one function", n)
-	}
-	for fn, arg := range m {
-		args, _ := arg.([]any)
-		switch fn {
-		case "Fn::Equals":
-			return scalar(s.eval(t, args[0])) == scalar(s.eval(t, args[1]))
-		case "Fn::Not":
-			return !s.evalCond(t, args[0])
-		case "Fn::And", "Fn::Or":
-			all, some := true, false
-			for _, a := range args {
-				v := s.evalCond(t, a)
-				all, some = all && v, some || v
-			}
-			if fn == "Fn::And" {
-				return all
-			}
-			return some
-		case "Condition":
-			return s.cond(t, arg.(string))
-		}
-		t.Fatalf("unsupported condition function %s", fn)
-	}
-	return false
-}
-
-// eval resolves the intrinsic functions in n.
-func (s *stack) eval(t *testing.T, n any) any {
-	t.Helper()
-	switch x := n.(type) {
-	case []any:
-		out := []any{}
-		for _, e := range x {
-			if v := s.eval(t, e); v != noValue {
-				out = append(out, v)
-			}
-		}
-		return out
-	case map[string]any:
-		if len(x) == 1 {
-			for fn, arg := range x {
-				if strings.HasPrefix(fn, "Fn::") || fn == "Ref" {
-					return s.intrinsic(t, fn, arg)
-				}
-			}
-		}
-		out := map[string]any{}
-		for k, v := range x {
-			if ev := s.eval(t, v); ev != noValue {
-				out[k] = ev
-			}
-		}
-		return out
-	}
-	return n
-}
-
-func (s *stack) resource(name string) bool {
-	_, ok := s.raw["Resources"].(map[string]any)[name]
-	return ok
-}
-
-func (s *stack) ref(t *testing.T, name string) any {
-	t.Helper()
-	if name == "AWS::NoValue" {
-		return noValue
-	}
-	if v, ok := pseudo[name]; ok {
-		return v
-	}
-	if v, ok := s.params[name]; ok {
-		return v
-	}
-	if s.resource(name) {
-		return "ref:" + name
-	}
-	t.Fatalf("Ref to %s, which is neither a parameter nor a resource", name)
-	return nil
-}
-
-func (s *stack) getAtt(t *testing.T, res, attr string) string {
-	t.Helper()
-	if !s.resource(res) {
-		t.Fatalf("Fn::GetAtt of %s, which is not a resource", res)
-	}
-	return "getatt:" + res + "." + attr
-}
-
-var subVar = regexp.MustCompile(`\$\{([^}]+)\}`)
-
-func (s *stack) intrinsic(t *testing.T, fn string, arg any) any {
-	t.Helper()
-	switch fn {
-	case "Ref":
-		return s.ref(t, arg.(string))
-	case "Fn::GetAtt":
-		switch a := arg.(type) {
-		case string:
-			res, attr, _ := strings.Cut(a, ".")
-			return s.getAtt(t, res, attr)
-		case []any:
-			return s.getAtt(t, a[0].(string), a[1].(string))
-		}
-	case "Fn::If":
-		a := arg.([]any)
-		if s.cond(t, a[0].(string)) {
-			return s.eval(t, a[1])
-		}
-		return s.eval(t, a[2])
-	case "Fn::Join":
-		a := arg.([]any)
-		var parts []string
-		for _, p := range s.eval(t, a[1]).([]any) {
-			parts = append(parts, scalar(p))
-		}
-		return strings.Join(parts, a[0].(string))
-	case "Fn::Sub":
-		var str string
-		vars := map[string]any{}
-		switch a := arg.(type) {
-		case string:
-			str = a
-		case []any:
-			str = a[0].(string)
-			for k, v := range a[1].(map[string]any) {
-				vars[k] = s.eval(t, v)
-			}
-		}
-		return subVar.ReplaceAllStringFunc(str, func(m string) string {
-			name := m[2 : len(m)-1]
-			if strings.HasPrefix(name, "!") {
-				return "${" + name[1:] + "}"
-			}
-			if v, ok := vars[name]; ok {
-				return scalar(v)
-			}
-			if res, attr, ok := strings.Cut(name, "."); ok && !strings.HasPrefix(name, "AWS::") {
-				return s.getAtt(t, res, attr)
-			}
-			return scalar(s.ref(t, name))
-		})
-	}
-	t.Fatalf("unsupported intrinsic %s", fn)
-	return nil
+	s := samtest.Deploy(t, templatePath, overrides)
+	return &stack{Stack: s, Logging: s.Logging["CallbackFunction"]}
 }
 
 // env is CallbackFunction's environment as deployed.
-func (s *stack) env(t *testing.T) map[string]string {
+func (s *stack) env(t testing.TB) map[string]string {
 	t.Helper()
-	fn, err := s.Typed.GetServerlessFunctionWithName("CallbackFunction")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fn.Environment == nil {
-		t.Fatal("CallbackFunction has no environment")
-	}
-	return fn.Environment.Variables
+	return s.Env("CallbackFunction")
 }
+
+// allowed maps every action CallbackRole allows to the resources it allows
+// it on (samtest.Allowed fails on wildcards and the like).
+func allowed(t testing.TB, s *stack) map[string][]string {
+	t.Helper()
+	return samtest.Allowed(t, s.Stack, "CallbackRole")
+}
+
+func readTemplate(t testing.TB) map[string]any { t.Helper(); return samtest.Read(t, templatePath) }
+
+func scalar(v any) string { return samtest.Scalar(v) }
 
 const existingSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:my-hook-key-AbCdEf"
 
@@ -590,8 +255,17 @@ func TestTemplateTable(t *testing.T) {
 			t.Errorf("index %s has provisioned throughput on an on-demand table", g.IndexName)
 		}
 	}
-	if tb.LocalSecondaryIndexes != nil || tb.StreamSpecification != nil {
-		t.Error("the table has local indexes or a stream the code does not use")
+	if tb.LocalSecondaryIndexes != nil {
+		t.Error("the table has local indexes the code does not use")
+	}
+	// A stream only feeds the delivery worker: without a destination
+	// nothing reads it, and DynamoDB would keep it for nothing.
+	if tb.StreamSpecification != nil {
+		t.Errorf("a stream %+v without a destination", tb.StreamSpecification)
+	}
+	tb, _ = deploy(t, map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}).Typed.GetDynamoDBTableWithName("Table")
+	if tb.StreamSpecification == nil || tb.StreamSpecification.StreamViewType != "NEW_IMAGE" {
+		t.Errorf("with a destination the stream is %+v, want NEW_IMAGE (the worker's filter reads the new image)", tb.StreamSpecification)
 	}
 	tb, _ = deploy(t, map[string]string{"DeletionProtection": "false"}).Typed.GetDynamoDBTableWithName("Table")
 	if tb.DeletionProtectionEnabled == nil || *tb.DeletionProtectionEnabled {
@@ -617,125 +291,69 @@ func TestTemplateOutputs(t *testing.T) {
 	}
 }
 
-// statements returns every statement of every policy of role.
-func statements(t *testing.T, s *stack, role string) []map[string]any {
-	t.Helper()
-	r, err := s.Typed.GetIAMRoleWithName(role)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.ManagedPolicyArns) > 0 {
-		t.Errorf("%s attaches managed policies %v, whose permissions this test cannot see", role, r.ManagedPolicyArns)
-	}
-	var out []map[string]any
-	for _, p := range r.Policies {
-		doc := p.PolicyDocument.(map[string]any)
-		for _, st := range doc["Statement"].([]any) {
-			out = append(out, st.(map[string]any))
-		}
-	}
-	return out
-}
+// callbackCalls are the store calls the callback makes (dynamo.Store's
+// Create, Get, GetUser and the replay's consistent read): the create
+// transaction, the read transaction and GetItem.
+var callbackCalls = []samtest.StoreCall{{Method: "TransactWriteItems"}, {Method: "TransactGetItems"}, {Method: "GetItem"}}
 
-func strs(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			out = append(out, scalar(e))
-		}
-		return out
-	}
-	return nil
-}
+// inlineCalls are what an inline first attempt adds (dynamo.Store's Lease
+// and Finish; a refused lease without the item reads it with GetItem).
+var inlineCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"}}
 
-// allowed maps every action the role allows to the resources it allows it
-// on, and fails on anything a least-privilege role must not have.
-func allowed(t *testing.T, s *stack) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	for _, st := range statements(t, s, "CallbackRole") {
-		if st["Effect"] != "Allow" {
-			continue
-		}
-		for _, k := range []string{"NotAction", "NotResource"} {
-			if _, ok := st[k]; ok {
-				t.Errorf("a statement uses %s, which allows everything else", k)
-			}
-		}
-		actions, resources := strs(st["Action"]), strs(st["Resource"])
-		if len(actions) == 0 || len(resources) == 0 {
-			t.Errorf("statement %v has no action or no resource", st)
-		}
-		for _, a := range actions {
-			if strings.ContainsAny(a, "*?") {
-				t.Errorf("wildcard action %q", a)
-			}
-			for _, r := range resources {
-				// Resources are references to this stack's resources; the
-				// one place a "*" appears is inside the log group's own Arn
-				// attribute (its log streams), never written here.
-				if strings.ContainsAny(r, "*?") {
-					t.Errorf("wildcard resource %q for %s", r, a)
-				}
-				out[a] = append(out[a], r)
-			}
-		}
-	}
-	return out
-}
-
-// dynamoActions is what the code's store calls need in IAM terms
-// (dynamo.API): a transaction needs the action of each kind of item in it.
-var dynamoActions = map[string][]string{
-	"TransactWriteItems": {"dynamodb:ConditionCheckItem", "dynamodb:PutItem"}, // ConditionCheck + 2 Put
-	"TransactGetItems":   {"dynamodb:GetItem"},
-	"GetItem":            {"dynamodb:GetItem"},
-	"PutItem":            {"dynamodb:PutItem"}, // admin tools; the transaction's Puts need it anyway
-}
+const (
+	existingDestSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:helpdesk-AbCdEf"
+	webhookURL         = "https://helpdesk.example.com/tickets"
+)
 
 func TestTemplateLeastPrivilege(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		overrides map[string]string
 		secret    string
+		// inline is the destination secret an inline first attempt reads
+		// ("" without inline attempts).
+		inline string
 	}{
-		{"created secret", nil, "ref:HookKeySecret"},
-		{"existing secret", map[string]string{"HookKeySecretArn": existingSecret}, existingSecret},
+		{"created secret", nil, "ref:HookKeySecret", ""},
+		{"existing secret", map[string]string{"HookKeySecretArn": existingSecret}, existingSecret, ""},
+		// With a destination the callback only queues tickets: nothing more
+		// is allowed than without one.
+		{"destination", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}, "ref:HookKeySecret", ""},
+		{"destination, inline attempts", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL, "DeliveryInlineTimeout": "2s", "DestinationSecretArn": existingDestSecret}, "ref:HookKeySecret", existingDestSecret},
+		{"zendesk, inline attempts", map[string]string{"Destination": "zendesk", "ZendeskSubdomain": "acme", "DeliveryInlineTimeout": "500ms", "DestinationSecretArn": existingDestSecret, "HookKeySecretArn": existingSecret}, existingSecret, existingDestSecret},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := deploy(t, tc.overrides)
-			got := allowed(t, s)
-			var wantActions []string
-			for _, as := range dynamoActions {
-				wantActions = append(wantActions, as...)
+			calls := callbackCalls
+			if tc.inline != "" {
+				calls = append(slices.Clone(calls), inlineCalls...)
 			}
-			wantActions = append(wantActions, "secretsmanager:GetSecretValue", "logs:CreateLogStream", "logs:PutLogEvents")
-			slices.Sort(wantActions)
-			wantActions = slices.Compact(wantActions)
-			gotActions := slices.Sorted(maps.Keys(got))
-			if !slices.Equal(gotActions, wantActions) {
-				t.Errorf("allowed actions\n%v\nwant exactly\n%v", gotActions, wantActions)
+			want := samtest.StoreGrants("getatt:Table.Arn", calls...)
+			want[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: tc.secret}] = true
+			if tc.inline != "" {
+				want[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: tc.inline}] = true
 			}
-			for a, rs := range got {
-				var want []string
-				switch strings.SplitN(a, ":", 2)[0] {
-				case "dynamodb":
-					want = []string{"getatt:Table.Arn"}
-				case "secretsmanager":
-					want = []string{tc.secret}
-				case "logs":
-					want = []string{"getatt:CallbackLogGroup.Arn"}
-				}
-				if !slices.Equal(rs, want) {
-					t.Errorf("%s on %v, want only %v", a, rs, want)
+			for _, a := range []string{"logs:CreateLogStream", "logs:PutLogEvents"} {
+				want[samtest.Grant{Action: a, Resource: "getatt:CallbackLogGroup.Arn"}] = true
+			}
+			got := samtest.Grants(allowed(t, s))
+			for g := range want {
+				if !got[g] {
+					t.Errorf("CallbackRole lacks %s", g)
 				}
 			}
-			// The function reads the same secret it may read.
-			if env := s.env(t); env[config.EnvHookKeySecret] != tc.secret {
+			for g := range got {
+				if !want[g] {
+					t.Errorf("CallbackRole allows %s, which the callback does not need", g)
+				}
+			}
+			// The function reads the same secrets it may read.
+			env := s.env(t)
+			if env[config.EnvHookKeySecret] != tc.secret {
 				t.Errorf("%s = %q, but the role allows %q", config.EnvHookKeySecret, env[config.EnvHookKeySecret], tc.secret)
+			}
+			if env[config.EnvDestinationSecret] != tc.inline {
+				t.Errorf("%s = %q, want %q", config.EnvDestinationSecret, env[config.EnvDestinationSecret], tc.inline)
 			}
 			_, created := s.Typed.Resources["HookKeySecret"]
 			if created != (tc.secret == "ref:HookKeySecret") {
@@ -745,13 +363,84 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 	}
 }
 
-// TestTemplateCoversTheStoreAPI keeps dynamoActions honest: a method added
-// to dynamo.API must say what it needs in IAM.
+// TestTemplateCoversTheStoreAPI: every method of dynamo.API says what it
+// needs in IAM (samtest.StoreActions), and what the callback is granted is
+// named by methods that exist, so that a method added to the store, or
+// taken from it, is decided on here rather than found missing on AWS.
 func TestTemplateCoversTheStoreAPI(t *testing.T) {
-	methods := apiMethods()
-	sort.Strings(methods)
-	if !slices.Equal(methods, slices.Sorted(maps.Keys(dynamoActions))) {
-		t.Errorf("dynamo.API has %v; dynamoActions maps %v", methods, slices.Sorted(maps.Keys(dynamoActions)))
+	methods := samtest.Methods[dynamo.API]()
+	if mapped := slices.Sorted(maps.Keys(samtest.StoreActions)); !slices.Equal(methods, mapped) {
+		t.Errorf("dynamo.API has %v; samtest.StoreActions maps %v", methods, mapped)
+	}
+	for _, c := range append(slices.Clone(callbackCalls), inlineCalls...) {
+		if !slices.Contains(methods, c.Method) {
+			t.Errorf("the callback is said to call %s, which dynamo.API does not have", c.Method)
+		}
+	}
+}
+
+// TestTemplateCallbackWithADestination: with a destination the callback
+// queues new tickets for it, and with inline first attempts it gets what
+// those need; either way its deployed environment loads.
+func TestTemplateCallbackWithADestination(t *testing.T) {
+	refs := map[string]string{"ref:Table": "oncecall-Table-ABC", "ref:HookKeySecret": existingSecret}
+	load := func(t *testing.T, env map[string]string) config.Config {
+		t.Helper()
+		c, err := config.Load(func(k string) string { return samtest.Resolve(t, env[k], refs) }, config.Lambda, app.FunctionNames())
+		if err != nil {
+			t.Fatalf("the deployed environment does not load: %v", err)
+		}
+		return c
+	}
+	inlineOnly := []string{
+		config.EnvInlineTimeout, config.EnvDestinationSecret, config.EnvSettleDelay, config.EnvDestinationTimeout,
+		config.EnvMaxAttempts, config.EnvMaxAge, config.EnvDedupWindow, config.EnvLookup,
+		config.EnvZendeskTenantField, config.EnvZendeskUserField, config.EnvZendeskRequester,
+	}
+
+	env := deploy(t, map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}).env(t)
+	c := load(t, env)
+	if c.Delivery.Destination != config.DestinationWebhook || c.Delivery.URL != webhookURL || c.Delivery.Inline != 0 {
+		t.Errorf("webhook, no inline: loaded %+v", c.Delivery)
+	}
+	for _, k := range inlineOnly {
+		if _, ok := env[k]; ok {
+			t.Errorf("%s is set without inline attempts", k)
+		}
+	}
+
+	env = deploy(t, map[string]string{"Destination": "zendesk", "ZendeskSubdomain": "acme"}).env(t)
+	c = load(t, env)
+	if c.Delivery.Destination != config.DestinationZendesk || c.Delivery.URL != "https://acme.zendesk.com" {
+		t.Errorf("zendesk: loaded %+v", c.Delivery)
+	}
+
+	env = deploy(t, map[string]string{
+		"Destination": "webhook", "DestinationUrl": webhookURL, "DeliveryInlineTimeout": "1500ms",
+		"DestinationSecretArn": existingDestSecret, "DestinationDedupWindow": "24h", "DestinationLookup": "true",
+		"DestinationSettleDelay": "30s", "DestinationTimeout": "4s", "DestinationMaxAttempts": "5", "DestinationMaxAge": "48h",
+	}).env(t)
+	c = load(t, env)
+	want := config.Delivery{
+		Destination: config.DestinationWebhook, URL: webhookURL, SecretARN: existingDestSecret,
+		DedupWindow: 24 * time.Hour, Lookup: true, SettleDelay: 30 * time.Second, Timeout: 4 * time.Second,
+		MaxAttempts: 5, MaxAge: 48 * time.Hour, Inline: 1500 * time.Millisecond,
+	}
+	if c.Delivery != want {
+		t.Errorf("webhook, inline: loaded\n%+v\nwant\n%+v", c.Delivery, want)
+	}
+
+	env = deploy(t, map[string]string{
+		"Destination": "zendesk", "DestinationUrl": "https://support.acme.test", "DeliveryInlineTimeout": "5s",
+		"DestinationSecretArn": existingDestSecret, "ZendeskTenantField": "360001", "ZendeskRequesterField": "360002", "ZendeskRequesterId": "42",
+	}).env(t)
+	c = load(t, env)
+	if c.Delivery.ZendeskTenantField != 360001 || c.Delivery.ZendeskRequesterField != 360002 || c.Delivery.ZendeskRequesterID != 42 ||
+		c.Delivery.URL != "https://support.acme.test" || c.Delivery.Inline != 5*time.Second {
+		t.Errorf("zendesk, inline: loaded %+v", c.Delivery)
+	}
+	if _, ok := env[config.EnvDedupWindow]; ok {
+		t.Errorf("%s set for zendesk, which refuses it", config.EnvDedupWindow)
 	}
 }
 
@@ -855,16 +544,6 @@ func TestTemplateParameterDefaultsAreValid(t *testing.T) {
 	}
 }
 
-// apiMethods lists dynamo.API's methods.
-func apiMethods() []string {
-	typ := reflect.TypeFor[dynamo.API]()
-	out := make([]string, typ.NumMethod())
-	for i := range out {
-		out[i] = typ.Method(i).Name
-	}
-	return out
-}
-
 // statefulTypes are the resource types whose deletion or replacement
 // throws data away (from cfn-lint's I3011 list, those a template like this
 // one could use).
@@ -879,12 +558,22 @@ var statefulTypes = []string{
 // rather than leave CloudFormation's default (delete) to chance: the
 // tickets' table is kept either way, the logs go with the stack, and the
 // hook-key secret goes with the stack but survives a replacement, whose new
-// random key AIVAX would not know.
+// random key AIVAX would not know. Resources that exist only with a
+// destination are read from the template as written, so they are checked
+// whatever the parameters.
 func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 	want := map[string]struct{ deletion, replace string }{
 		"Table":            {"Retain", "Retain"},
 		"CallbackLogGroup": {"Delete", "Delete"},
 		"HookKeySecret":    {"Delete", "Retain"},
+		// With a destination: the worker's logs go like the callback's; the
+		// on-failure queue goes with the stack (and its stream) but
+		// survives a replacement, its messages pointing at records still
+		// to read; the destination secret is kept on replacement for the
+		// credentials put in it.
+		"DeliverLogGroup":      {"Delete", "Delete"},
+		"DeliveryFailureQueue": {"Delete", "Retain"},
+		"DestinationSecret":    {"Delete", "Retain"},
 	}
 	res, _ := readTemplate(t)["Resources"].(map[string]any)
 	for name := range want {
