@@ -974,3 +974,32 @@ func TestSAMLocalEnv(t *testing.T) {
 		t.Errorf("the local overrides do not start the worker: %v", err)
 	}
 }
+
+// TestReadmeDeploySectionNamesTheTemplate: README.md's "Deploy to AWS"
+// names every parameter, every output and every alarm of template.yaml, so
+// that a new one cannot be added without saying what it does.
+func TestReadmeDeploySectionNamesTheTemplate(t *testing.T) {
+	readme := string(readFile(t, "../../README.md"))
+	start := strings.Index(readme, "\n## Deploy to AWS\n")
+	if start < 0 {
+		t.Fatal(`README.md has no "## Deploy to AWS"`)
+	}
+	section := readme[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	raw := samtest.Read(t, templatePath)
+	var want []string
+	want = append(want, names(raw["Parameters"].(map[string]any))...)
+	want = append(want, names(raw["Outputs"].(map[string]any))...)
+	for name, r := range raw["Resources"].(map[string]any) {
+		if r.(map[string]any)["Type"] == "AWS::CloudWatch::Alarm" {
+			want = append(want, name)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(section, "`"+w+"`") {
+			t.Errorf("README's Deploy to AWS does not name %s", w)
+		}
+	}
+}
