@@ -88,6 +88,12 @@ var commands = []*command{
 		store: true, change: true, bind: deliverySettle,
 	},
 	{
+		name: "delivery recover", summary: "find queued deliveries no sweep will take up (a first attempt the stream path gave up on) and list them for the sweep; scans the table, for when the on-failure queue or the iterator-age alarm fired",
+		synopsis: "[-older-than 15m] [-dry-run] [target flags] [-operator NAME] [-json]",
+		example:  "delivery recover -dry-run -operator alice\ndelivery recover -older-than 1h -operator alice",
+		store:    true, change: true, bind: deliveryRecover,
+	},
+	{
 		name: "table create", summary: "create the table with its indexes and TTL, or add the indexes an existing table lacks",
 		synopsis: "[target flags] [-operator NAME] [-json]",
 		example:  "table create -operator alice\ntable create -aws -table oncecall-Table-ABC123 -region eu-west-1",

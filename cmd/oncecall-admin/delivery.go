@@ -479,3 +479,74 @@ func movedBy(r delivery.Record) string {
 	}
 	return s
 }
+
+// DefaultStrandedAge is delivery recover's default -older-than: long
+// enough that a ticket whose first attempt is only late (the stream
+// retrying it) is not taken for stranded.
+const DefaultStrandedAge = 15 * time.Minute
+
+// deliveryRecover finds queued deliveries no sweep will take up and lists
+// them for it.
+func deliveryRecover(fs *flag.FlagSet) action {
+	olderThan := fs.Duration("older-than", DefaultStrandedAge, "only deliveries queued for at least this long")
+	dryRun := fs.Bool("dry-run", false, "list what is stranded; change nothing")
+	return action{
+		check: func() error {
+			if *olderThan < time.Minute {
+				return usageError("-older-than %s: at least 1m, or a first attempt still on its way would be taken for stranded", *olderThan)
+			}
+			return nil
+		},
+		run: func(ctx context.Context, s *session) error {
+			var w who
+			if !*dryRun {
+				var err error
+				if w, err = s.whoAmI(ctx); err != nil {
+					return err
+				}
+			}
+			now := s.tool.now()
+			ids, err := s.admin.Stranded(ctx, now.Add(-*olderThan), now)
+			if err != nil {
+				return err
+			}
+			out := struct {
+				DryRun      bool     `json:"dry_run"`
+				Stranded    []string `json:"stranded"`
+				Rescheduled []string `json:"rescheduled"`
+				Moved       []string `json:"moved_meanwhile"`
+			}{DryRun: *dryRun, Stranded: append([]string{}, ids...), Rescheduled: []string{}, Moved: []string{}}
+			if !*dryRun {
+				by := w.ID
+				if w.Operator != "" {
+					by += " (" + w.Operator + ")"
+				}
+				for _, id := range ids {
+					err := s.admin.Reschedule(ctx, id, by, now)
+					switch {
+					case errors.Is(err, dynamo.ErrConflict):
+						out.Moved = append(out.Moved, id)
+						continue
+					case err != nil:
+						return err
+					}
+					out.Rescheduled = append(out.Rescheduled, id)
+					s.writeLog(w, changeLog{Action: "delivery." + dynamo.ActionRecover, TicketID: id, Field: "delivery",
+						Before: "queued, stranded", After: "queued, due now"})
+				}
+			}
+			return s.emit(out, func(tw io.Writer) {
+				fmt.Fprintf(tw, "%d deliveries queued for at least %s with no attempt scheduled and no live lease (a scan of table %s)\n", len(ids), *olderThan, s.target.table)
+				for _, id := range ids {
+					fmt.Fprintln(tw, "  "+id)
+				}
+				switch {
+				case *dryRun:
+					fmt.Fprintln(tw, "dry run: nothing changed; run again without -dry-run to list them for the sweep")
+				default:
+					fmt.Fprintf(tw, "%d listed for the sweep, due now (it attempts them within a minute on AWS); %d moved meanwhile and were left alone\n", len(out.Rescheduled), len(out.Moved))
+				}
+			})
+		},
+	}
+}

@@ -698,3 +698,42 @@ func TestSettleAndWorkerInterleavings(t *testing.T) {
 		}
 	})
 }
+
+// TestRecoverStrandedDeliveries: a ticket whose first attempt never came
+// (the stream path gave up on its record) is found by delivery recover,
+// listed for the sweep without -dry-run, and delivered by the worker's
+// next sweep; a dry run changes nothing.
+func TestRecoverStrandedDeliveries(t *testing.T) {
+	d := newDesk(t)
+	id := d.create("user-a", "r-stranded", "Printer jam")
+	later := time.Now().Add(time.Hour)
+	d.clock = func() time.Time { return later }
+	before := d.items()
+	dry := d.must(exitOK, "delivery", "recover", "-dry-run", "-json")
+	var out struct {
+		DryRun      bool     `json:"dry_run"`
+		Stranded    []string `json:"stranded"`
+		Rescheduled []string `json:"rescheduled"`
+	}
+	if err := json.Unmarshal([]byte(dry.stdout), &out); err != nil || !out.DryRun || !slices.Equal(out.Stranded, []string{id}) || len(out.Rescheduled) != 0 {
+		t.Fatalf("dry run: %s (%v)", dry.stdout, err)
+	}
+	if diff := sameItems(before, d.items()); diff != "" {
+		t.Fatalf("a dry run changed the table: %s", diff)
+	}
+	res := d.must(exitOK, "delivery", "recover", "-json")
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || !slices.Equal(out.Rescheduled, []string{id}) {
+		t.Fatalf("recover: %s (%v)", res.stdout, err)
+	}
+	if !strings.Contains(res.stderr, `"action":"delivery.recover"`) || !strings.Contains(res.stderr, id) {
+		t.Fatalf("no change line: %s", res.stderr)
+	}
+	d.w.Now = func() time.Time { return later }
+	sw, err := d.w.Sweep(context.Background())
+	if err != nil || sw.Outcomes[delivery.OutcomeDelivered] != 1 || d.atHelpdesk(id) != 1 {
+		t.Fatalf("the sweep after recovery: %+v, %v, %d at the helpdesk", sw, err, d.atHelpdesk(id))
+	}
+	if again := d.must(exitOK, "delivery", "recover", "-json"); !strings.Contains(again.stdout, `"stranded": []`) {
+		t.Fatalf("still stranded: %s", again.stdout)
+	}
+}
