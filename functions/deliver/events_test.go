@@ -521,7 +521,7 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	if err := json.Unmarshal(inv.Body, &sweep); err != nil {
 		t.Fatalf("sweep answer %s: %v", inv.Body, err)
 	}
-	if sweep.Due != 1 || sweep.Outcomes[delivery.OutcomeDelivered] != 1 || sweep.Backlog != (delivery.Backlog{}) {
+	if sweep.Due != 1 || sweep.Outcomes[delivery.OutcomeDelivered] != 1 || sweep.Backlog != (stream.Backlog{}) {
 		t.Errorf("sweep answered %s, want the due retry delivered and nothing left", inv.Body)
 	}
 	if n := len(hd.TicketsByExternalID(second.Ticket.ID)); n != 1 {

@@ -40,11 +40,20 @@ func New(w Worker, logger *slog.Logger) *Handler { return &Handler{w: w, logger:
 // nor a scheduled event.
 var ErrUnknownEvent = errors.New("stream: neither a DynamoDB stream batch nor a scheduled event")
 
-// SweepResult is the answer to a scheduled event.
+// SweepResult is the answer to a scheduled event: what the sweep did and
+// what waits.
 type SweepResult struct {
-	Due      int              `json:"due"`
-	Outcomes map[string]int   `json:"outcomes"`
-	Backlog  delivery.Backlog `json:"backlog"`
+	Due      int            `json:"due"`
+	Outcomes map[string]int `json:"outcomes"`
+	Backlog  Backlog        `json:"backlog"`
+}
+
+// Backlog is delivery.Backlog as the answer shows it, the age in seconds.
+type Backlog struct {
+	Queued              int     `json:"queued"`
+	OldestQueuedSeconds float64 `json:"oldest_queued_seconds"`
+	Uncertain           int     `json:"uncertain"`
+	Failed              int     `json:"failed"`
 }
 
 // Handle serves one event: a DynamoDB stream batch is answered with the
@@ -72,7 +81,10 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		if err != nil {
 			return nil, err
 		}
-		return SweepResult{Due: rep.Due, Outcomes: rep.Outcomes, Backlog: rep.Backlog}, nil
+		b := rep.Backlog
+		return SweepResult{Due: rep.Due, Outcomes: rep.Outcomes, Backlog: Backlog{
+			Queued: b.Queued, OldestQueuedSeconds: b.OldestQueued.Seconds(), Uncertain: b.Uncertain, Failed: b.Failed,
+		}}, nil
 	}
 	return nil, ErrUnknownEvent
 }
