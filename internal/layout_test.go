@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -174,6 +176,38 @@ func TestEveryPackageSaysWhatItIs(t *testing.T) {
 	for path, p := range list(t) {
 		if p.Doc == "" && path != "internal" {
 			t.Errorf("%s has no package comment", path)
+		}
+	}
+}
+
+// TestReadmeMapsEveryPackage: README.md's Layout section names every
+// package of the module, and names no folder that is gone.
+func TestReadmeMapsEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	start := strings.Index(s, "\n## Layout\n")
+	if start < 0 {
+		t.Fatal("README.md has no Layout section")
+	}
+	section := s[start+1:]
+	if end := strings.Index(section[1:], "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z][a-z0-9/._-]*)/`").FindAllStringSubmatch(section, -1) {
+		named[m[1]] = true
+	}
+	for path := range list(t) {
+		if path != "internal" && !named[path] {
+			t.Errorf("README.md's Layout does not name %s/", path)
+		}
+	}
+	for path := range named {
+		if fi, err := os.Stat(filepath.Join("..", path)); err != nil || !fi.IsDir() {
+			t.Errorf("README.md's Layout names %s/, which is not a folder", path)
 		}
 	}
 }
