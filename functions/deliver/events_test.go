@@ -315,7 +315,7 @@ func startEmulator(t *testing.T, env map[string]string) *rie.Emulator {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	e, err := rie.Start(ctx, rie.Options{Emulator: emulatorPath, Bootstrap: bootstrapPath, Env: list})
+	e, err := rie.Start(ctx, rie.Options{Emulator: bins.Emulator, Bootstrap: bins.Bootstrap, Env: list})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,5 +17,10 @@
 // mapping does before invoking a function; CheckBootstrap inspects a
 // bootstrap built for provided.al2023 on arm64.
 //
-// Nothing here runs AWS: it reads files and evaluates them.
+// WithBinaries builds, in a function's TestMain, the function's bootstrap
+// for this machine and the Runtime Interface Emulator, for the tests that
+// run the real bootstrap under the emulator.
+//
+// Nothing here reaches AWS: it reads files, evaluates them, and builds and
+// runs binaries on this machine.
 package samtest

@@ -1,0 +1,94 @@
+package samtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// EmulatorPkg is the Runtime Interface Emulator, pinned by go.mod's tool
+// directive, so the go command alone builds it.
+const EmulatorPkg = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
+
+// buildTimeout bounds building the bootstrap and the emulator.
+const buildTimeout = 5 * time.Minute
+
+// Binaries are the real programs a function's tests run: its bootstrap and
+// the Runtime Interface Emulator to run it under.
+type Binaries struct {
+	// Bootstrap is the function's bootstrap as the Makefile builds it, but
+	// for this machine's architecture so that it runs here.
+	Bootstrap string
+	// Emulator is the aws-lambda-rie binary.
+	Emulator string
+}
+
+// WithBinaries wraps a test binary's m so that running it first builds the
+// bootstrap of the package under test (the tests' working directory) and
+// the emulator into a temporary folder named from prefix, sets bins to
+// their paths, then runs the tests and removes the folder. A failed build
+// fails the package before any test runs. Use it under a leak check:
+//
+//	var bins samtest.Binaries
+//
+//	func TestMain(m *testing.M) {
+//		goleak.VerifyTestMain(samtest.WithBinaries(m, &bins, "oncecall-deliver-"))
+//	}
+func WithBinaries(m interface{ Run() int }, bins *Binaries, prefix string) interface{ Run() int } {
+	return withBinaries{m: m, bins: bins, prefix: prefix}
+}
+
+type withBinaries struct {
+	m      interface{ Run() int }
+	bins   *Binaries
+	prefix string
+}
+
+func (w withBinaries) Run() int {
+	dir, err := os.MkdirTemp("", w.prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	w.bins.Bootstrap = filepath.Join(dir, "bootstrap")
+	w.bins.Emulator = filepath.Join(dir, "aws-lambda-rie")
+	// The bootstrap as the Makefile builds it, for this machine's
+	// architecture so that it runs here.
+	if err := goBuild(ctx, "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", w.bins.Bootstrap, "."); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := goBuild(ctx, "-o", w.bins.Emulator, EmulatorPkg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return w.m.Run()
+}
+
+// GoCommand is the go command that runs the tests.
+func GoCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	// The test binary was built here by this very toolchain, so its GOROOT
+	// is the one to use.
+	return filepath.Join(runtime.GOROOT(), "bin", "go") //nolint:staticcheck // see above
+}
+
+// goBuild runs `go build args...` with cgo off.
+func goBuild(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, GoCommand(), append([]string{"build"}, args...)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build %v: %w\n%s", args, err, out)
+	}
+	return nil
+}
