@@ -14,7 +14,8 @@ import (
 // directive, so the go command alone builds it.
 const EmulatorPkg = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 
-// buildTimeout bounds building the bootstrap and the emulator.
+// buildTimeout bounds a build: the bootstrap and the emulator in
+// WithBinaries, a Makefile target in CheckMakeTarget.
 const buildTimeout = 5 * time.Minute
 
 // Binaries are the real programs a function's tests run: its bootstrap and

@@ -1,11 +1,55 @@
 package samtest
 
 import (
+	"context"
 	"debug/buildinfo"
 	"debug/elf"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
+
+// CheckMakeTarget runs the Makefile target `sam build` runs for a function
+// built with BuildMethod makefile (target, such as "build-DeliverFunction")
+// into a temporary ARTIFACTS_DIR, from the module's root (the folder above
+// the tests' working directory holding go.mod and the Makefile), and
+// checks the bootstrap it produced with CheckBootstrap.
+func CheckMakeTarget(t testing.TB, target, mainPkg string) {
+	t.Helper()
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatal("make is needed: `make test` and `sam build` both run it")
+	}
+	root := moduleRoot(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "-s", "-C", root, target, "ARTIFACTS_DIR="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make %s: %v\n%s", target, err, b)
+	}
+	CheckBootstrap(t, filepath.Join(out, "bootstrap"), mainPkg)
+}
+
+// moduleRoot is the folder holding go.mod, at or above the working
+// directory.
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the tests' working directory")
+		}
+		dir = parent
+	}
+}
 
 // CheckBootstrap inspects the bootstrap at path as `sam build` makes it for
 // provided.al2023 on arm64: an executable, static, stripped arm64 ELF

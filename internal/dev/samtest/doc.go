@@ -15,7 +15,8 @@
 // Allowed lists what an IAM role allows, refusing wildcards; MatchFilter
 // applies a Lambda event filter pattern to an event, as the event source
 // mapping does before invoking a function; CheckBootstrap inspects a
-// bootstrap built for provided.al2023 on arm64.
+// bootstrap built for provided.al2023 on arm64, and CheckMakeTarget runs a
+// function's Makefile target as `sam build` does and inspects what it made.
 //
 // WithBinaries builds, in a function's TestMain, the function's bootstrap
 // for this machine and the Runtime Interface Emulator, for the tests that
