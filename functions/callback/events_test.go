@@ -5,15 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,110 +19,17 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/eventset"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/rie"
+	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 
 const (
-	eventsDir  = "../../events"
-	testSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-HookKeySecret-AbCdEf"
-	testTable  = "oncecall-Table-TEST"
-	// getSecretValue is the operation the cold start may send.
-	getSecretValue = "secretsmanager.GetSecretValue"
-	dynamoPrefix   = "DynamoDB_20120810."
-	invokeTimeout  = 30 * time.Second
+	eventsDir     = "../../events"
+	testSecret    = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-HookKeySecret-AbCdEf"
+	testTable     = "oncecall-Table-TEST"
+	invokeTimeout = 30 * time.Second
 )
-
-// call is one request the function sent towards AWS.
-type call struct {
-	// Target is the X-Amz-Target operation, or "proxy <host>" for a
-	// request that tried to leave the machine.
-	Target string
-	Body   []byte
-}
-
-// awsEndpoint is where every request the function sends towards AWS ends
-// up in these tests, and what records it. The SDK reaches it through
-// AWS_ENDPOINT_URL; anything else that tries to leave the machine reaches
-// it through HTTP_PROXY and HTTPS_PROXY and is refused. It answers Secrets
-// Manager's GetSecretValue for one secret and passes DynamoDB requests
-// unchanged to the embedded DynamoDB-compatible store.
-type awsEndpoint struct {
-	srv   *httptest.Server
-	store *httputil.ReverseProxy
-
-	mu     sync.Mutex
-	secret string // the secret's value; "" answers ResourceNotFoundException
-	calls  []call
-}
-
-func newAWSEndpoint(t *testing.T, storeURL, secret string) *awsEndpoint {
-	t.Helper()
-	u, err := url.Parse(storeURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &awsEndpoint{store: httputil.NewSingleHostReverseProxy(u), secret: secret}
-	a.srv = httptest.NewServer(a)
-	t.Cleanup(a.srv.Close)
-	return a
-}
-
-func (a *awsEndpoint) record(c call) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = append(a.calls, c)
-}
-
-// Calls returns the requests so far.
-func (a *awsEndpoint) Calls() []call {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.calls)
-}
-
-func (a *awsEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodConnect || r.URL.IsAbs() {
-		a.record(call{Target: "proxy " + r.Host})
-		http.Error(w, "this test lets nothing leave the machine", http.StatusForbidden)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	target := r.Header.Get("X-Amz-Target")
-	a.record(call{Target: target, Body: body})
-	switch {
-	case target == getSecretValue:
-		var in struct {
-			SecretID string `json:"SecretId"`
-		}
-		_ = json.Unmarshal(body, &in)
-		a.mu.Lock()
-		value := a.secret
-		a.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		if in.SecretID != testSecret || value == "" {
-			w.Header().Set("X-Amzn-ErrorType", "ResourceNotFoundException")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprint(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"ARN": testSecret, "Name": "oncecall-HookKeySecret", "SecretString": value,
-			"VersionId": "00000000-0000-4000-8000-000000000001", "VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7964e9,
-		})
-	case strings.HasPrefix(target, dynamoPrefix):
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		a.store.ServeHTTP(w, r)
-	default:
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"__type":"UnknownOperationException","Message":"not served in tests: %q"}`, target)
-	}
-}
 
 // freshStore starts an embedded store with the table and the demo users.
 func freshStore(t *testing.T, table string) *localdb.Server {
@@ -152,7 +54,7 @@ func freshStore(t *testing.T, table string) *localdb.Server {
 // deployedEnv is the function's environment on AWS: template.yaml's
 // variables, with the references CloudFormation fills in, and the ones the
 // Lambda service sets. AWS endpoints point at a.
-func deployedEnv(t *testing.T, a *awsEndpoint) map[string]string {
+func deployedEnv(t *testing.T, a *samtest.AWS) map[string]string {
 	t.Helper()
 	s := deploy(t, nil)
 	env := map[string]string{}
@@ -176,12 +78,10 @@ func deployedEnv(t *testing.T, a *awsEndpoint) map[string]string {
 		"AWS_ACCESS_KEY_ID":               "ASIAONCECALLTEST0001",
 		"AWS_SECRET_ACCESS_KEY":           "test-secret-access-key",
 		"AWS_SESSION_TOKEN":               "test-session-token",
-		// Where the SDK sends every service's requests, and where
-		// anything else bound off the machine goes.
-		"AWS_ENDPOINT_URL": a.srv.URL,
-		"HTTP_PROXY":       a.srv.URL, "HTTPS_PROXY": a.srv.URL,
-		"http_proxy": a.srv.URL, "https_proxy": a.srv.URL,
 	})
+	// Where the SDK sends every service's requests, and where anything
+	// else bound off the machine goes.
+	maps.Copy(env, a.Env())
 	return env
 }
 
@@ -265,9 +165,9 @@ func playAll(t *testing.T, e *rie.Emulator, after func(i int, c eventset.Case)) 
 }
 
 // iamActions is what a DynamoDB request needs in IAM terms.
-func iamActions(t *testing.T, c call) []string {
+func iamActions(t *testing.T, c samtest.AWSCall) []string {
 	t.Helper()
-	op := strings.TrimPrefix(c.Target, dynamoPrefix)
+	op := strings.TrimPrefix(c.Target, samtest.DynamoPrefix)
 	switch op {
 	case "TransactWriteItems":
 		var in struct{ TransactItems []map[string]json.RawMessage }
@@ -315,7 +215,7 @@ func tableNames(v any, out map[string]bool) {
 // role allows, on the template's table.
 func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	db := freshStore(t, testTable)
-	a := newAWSEndpoint(t, db.URL, `{"current":"`+localdb.DemoHookKey+`"}`)
+	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + localdb.DemoHookKey + `"}`})
 	e := startEmulator(t, deployedEnv(t, a))
 
 	playAll(t, e, func(i int, c eventset.Case) {
@@ -328,8 +228,8 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 			t.Fatalf("first event %s; the cold-start check needs functions.json first", c.Event)
 		}
 		calls := a.Calls()
-		if len(calls) != 1 || calls[0].Target != getSecretValue || !bytes.Contains(calls[0].Body, []byte(testSecret)) {
-			t.Errorf("cold start sent %d requests %v, want exactly one %s of %s", len(calls), targets(calls), getSecretValue, testSecret)
+		if len(calls) != 1 || calls[0].Target != samtest.GetSecretValue || !bytes.Contains(calls[0].Body, []byte(testSecret)) {
+			t.Errorf("cold start sent %d requests %v, want exactly one %s of %s", len(calls), targets(calls), samtest.GetSecretValue, testSecret)
 		}
 	})
 
@@ -339,9 +239,9 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	secretReads := 0
 	for _, c := range calls {
 		switch {
-		case c.Target == getSecretValue:
+		case c.Target == samtest.GetSecretValue:
 			secretReads++
-		case strings.HasPrefix(c.Target, dynamoPrefix):
+		case strings.HasPrefix(c.Target, samtest.DynamoPrefix):
 			for _, act := range iamActions(t, c) {
 				used[act] = true
 			}
@@ -380,7 +280,7 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	}
 }
 
-func targets(calls []call) []string {
+func targets(calls []samtest.AWSCall) []string {
 	var out []string
 	for _, c := range calls {
 		out = append(out, c.Target)
@@ -429,11 +329,16 @@ func TestColdStartFailsFast(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			secret := tc.secret
-			if secret == "" && tc.reads == 0 {
-				secret = `{"current":"` + localdb.DemoHookKey + `"}`
+			// Secrets Manager holds the case's secret, a good one where
+			// the case is about something else, or none ("secret missing").
+			secrets := map[string]string{}
+			switch {
+			case tc.secret != "":
+				secrets[testSecret] = tc.secret
+			case tc.reads == 0:
+				secrets[testSecret] = `{"current":"` + localdb.DemoHookKey + `"}`
 			}
-			a := newAWSEndpoint(t, "http://127.0.0.1:1", secret)
+			a := samtest.NewAWS(t, "http://127.0.0.1:1", secrets)
 			env := deployedEnv(t, a)
 			if tc.change != nil {
 				tc.change(env)
@@ -459,7 +364,7 @@ func TestColdStartFailsFast(t *testing.T) {
 			// The emulator retries a failed start once per invocation; each
 			// start reads the secret at most once.
 			for _, c := range calls {
-				if c.Target != getSecretValue {
+				if c.Target != samtest.GetSecretValue {
 					t.Errorf("a failing start sent %q", c.Target)
 				}
 			}
@@ -478,7 +383,7 @@ func TestColdStartFailsFast(t *testing.T) {
 func TestHookKeyRotation(t *testing.T) {
 	const newKey = "rotated-hook-key-5f1e9a7c3b2d4e6f8a0b1c2d"
 	db := freshStore(t, testTable)
-	a := newAWSEndpoint(t, db.URL, `{"current":"`+newKey+`","previous":"`+localdb.DemoHookKey+`"}`)
+	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + newKey + `","previous":"` + localdb.DemoHookKey + `"}`})
 	e := startEmulator(t, deployedEnv(t, a))
 	m, err := eventset.Load(eventsDir)
 	if err != nil {

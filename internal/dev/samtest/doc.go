@@ -18,6 +18,12 @@
 // bootstrap built for provided.al2023 on arm64, and CheckMakeTarget runs a
 // function's Makefile target as `sam build` does and inspects what it made.
 //
+// AWS stands in for AWS on loopback while a function runs: it answers
+// Secrets Manager's GetSecretValue for the secrets a test gives it, passes
+// DynamoDB requests to a local store, refuses anything else bound off the
+// machine and records every request, which DynamoGrants turns into the IAM
+// grants they need.
+//
 // WithBinaries builds, in a function's TestMain, the function's bootstrap
 // for this machine and the Runtime Interface Emulator, for the tests that
 // run the real bootstrap under the emulator.
