@@ -97,22 +97,6 @@ func localEnv(storeURL string) map[string]string {
 	}
 }
 
-func startEmulator(t *testing.T, env map[string]string) *rie.Emulator {
-	t.Helper()
-	var list []string
-	for k, v := range env {
-		list = append(list, k+"="+v)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e, err := rie.Start(ctx, rie.Options{Emulator: bins.Emulator, Bootstrap: bins.Bootstrap, Env: list})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	return e
-}
-
 func invoke(t *testing.T, e *rie.Emulator, id string, ev []byte) rie.Invocation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
@@ -216,7 +200,7 @@ func tableNames(v any, out map[string]bool) {
 func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	db := freshStore(t, testTable)
 	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + localdb.DemoHookKey + `"}`})
-	e := startEmulator(t, deployedEnv(t, a))
+	e := bins.StartEmulator(t, deployedEnv(t, a))
 
 	playAll(t, e, func(i int, c eventset.Case) {
 		if i != 0 {
@@ -293,7 +277,7 @@ func targets(calls []samtest.AWSCall) []string {
 // environment.
 func TestEventsOnTheLocalConfiguration(t *testing.T) {
 	db := freshStore(t, testTable)
-	e := startEmulator(t, localEnv(db.URL))
+	e := bins.StartEmulator(t, localEnv(db.URL))
 	playAll(t, e, nil)
 }
 
@@ -343,7 +327,7 @@ func TestColdStartFailsFast(t *testing.T) {
 			if tc.change != nil {
 				tc.change(env)
 			}
-			e := startEmulator(t, env)
+			e := bins.StartEmulator(t, env)
 			inv := invoke(t, e, "cold", event)
 			if inv.Status == http.StatusOK {
 				t.Fatalf("the function served a call: %s", inv.Body)
@@ -384,7 +368,7 @@ func TestHookKeyRotation(t *testing.T) {
 	const newKey = "rotated-hook-key-5f1e9a7c3b2d4e6f8a0b1c2d"
 	db := freshStore(t, testTable)
 	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + newKey + `","previous":"` + localdb.DemoHookKey + `"}`})
-	e := startEmulator(t, deployedEnv(t, a))
+	e := bins.StartEmulator(t, deployedEnv(t, a))
 	m, err := eventset.Load(eventsDir)
 	if err != nil {
 		t.Fatal(err)

@@ -307,22 +307,6 @@ func startHelpdesk(t *testing.T) *helpdesk.Server {
 	return hd
 }
 
-func startEmulator(t *testing.T, env map[string]string) *rie.Emulator {
-	t.Helper()
-	var list []string
-	for k, v := range env {
-		list = append(list, k+"="+v)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	e, err := rie.Start(ctx, rie.Options{Emulator: bins.Emulator, Bootstrap: bins.Bootstrap, Env: list})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	return e
-}
-
 func invoke(t *testing.T, e *rie.Emulator, id string, ev []byte) rie.Invocation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), invokeTimeout)
@@ -435,7 +419,7 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	item := sampleTicket(t, m, client, now)
 	hd := startHelpdesk(t)
 	a := samtest.NewAWS(t, db.URL, map[string]string{destSecretARN: `{"token":"` + helpdeskToken + `"}`})
-	e := startEmulator(t, deployedEnv(t, a, hd))
+	e := bins.StartEmulator(t, deployedEnv(t, a, hd))
 
 	for i, ev := range m.Events {
 		event := readEvent(t, ev.Event)
@@ -591,7 +575,7 @@ func TestStoreUnreachable(t *testing.T) {
 	hd := startHelpdesk(t)
 	// DynamoDB requests go to a port nothing listens on.
 	a := samtest.NewAWS(t, "http://127.0.0.1:1", map[string]string{destSecretARN: helpdeskToken})
-	e := startEmulator(t, deployedEnv(t, a, hd))
+	e := bins.StartEmulator(t, deployedEnv(t, a, hd))
 
 	inv := invoke(t, e, "unreachable-stream", moved(readEvent(t, "stream_insert_queued.json"), createdAt(t, m), time.Now()))
 	resp := batchAnswer(t, inv)

@@ -7,16 +7,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/dev/rie"
 )
 
 // EmulatorPkg is the Runtime Interface Emulator, pinned by go.mod's tool
 // directive, so the go command alone builds it.
 const EmulatorPkg = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 
-// buildTimeout bounds a build: the bootstrap and the emulator in
-// WithBinaries, a Makefile target in CheckMakeTarget.
-const buildTimeout = 5 * time.Minute
+// Limits of the binaries' builds and runs.
+const (
+	// buildTimeout bounds a build: the bootstrap and the emulator in
+	// WithBinaries, a Makefile target in CheckMakeTarget.
+	buildTimeout = 5 * time.Minute
+	// startTimeout bounds starting the emulator and the bootstrap under it.
+	startTimeout = time.Minute
+)
 
 // Binaries are the real programs a function's tests run: its bootstrap and
 // the Runtime Interface Emulator to run it under.
@@ -71,6 +79,24 @@ func (w withBinaries) Run() int {
 		return 1
 	}
 	return w.m.Run()
+}
+
+// StartEmulator runs the bootstrap under the emulator, with env as the
+// function's whole environment. The emulator stops when the test ends.
+func (b Binaries) StartEmulator(t testing.TB, env map[string]string) *rie.Emulator {
+	t.Helper()
+	var list []string
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	e, err := rie.Start(ctx, rie.Options{Emulator: b.Emulator, Bootstrap: b.Bootstrap, Env: list})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
 }
 
 // GoCommand is the go command that runs the tests.

@@ -25,8 +25,8 @@
 // grants they need.
 //
 // WithBinaries builds, in a function's TestMain, the function's bootstrap
-// for this machine and the Runtime Interface Emulator, for the tests that
-// run the real bootstrap under the emulator.
+// for this machine and the Runtime Interface Emulator; StartEmulator runs
+// that real bootstrap under the emulator with a test's environment.
 //
 // Nothing here reaches AWS: it reads files, evaluates them, and builds and
 // runs binaries on this machine.
