@@ -15,12 +15,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/oncecall/oncecall/internal/config"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/eventset"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/rie"
 	"github.com/oncecall/oncecall/internal/dev/samtest"
-	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
 
@@ -30,26 +28,6 @@ const (
 	testTable     = "oncecall-Table-TEST"
 	invokeTimeout = 30 * time.Second
 )
-
-// freshStore starts an embedded store with the table and the demo users.
-func freshStore(t *testing.T, table string) *localdb.Server {
-	t.Helper()
-	db, err := localdb.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	client := dynamotest.NewClient(t, db.URL, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := dynamo.EnsureTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := localdb.SeedDemo(ctx, dynamo.New(client, table)); err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
 
 // deployedEnv is the function's environment on AWS: template.yaml's
 // variables, with the references CloudFormation fills in, and the ones the
@@ -198,7 +176,7 @@ func tableNames(v any, out map[string]bool) {
 // only the one secret read, then only the DynamoDB actions the template's
 // role allows, on the template's table.
 func TestEventsOnTheDeployedConfiguration(t *testing.T) {
-	db := freshStore(t, testTable)
+	db, _ := samtest.StartStore(t, testTable)
 	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + localdb.DemoHookKey + `"}`})
 	e := bins.StartEmulator(t, deployedEnv(t, a))
 
@@ -276,7 +254,7 @@ func targets(calls []samtest.AWSCall) []string {
 // `make invoke` uses: the hook key and the store endpoint from the
 // environment.
 func TestEventsOnTheLocalConfiguration(t *testing.T) {
-	db := freshStore(t, testTable)
+	db, _ := samtest.StartStore(t, testTable)
 	e := bins.StartEmulator(t, localEnv(db.URL))
 	playAll(t, e, nil)
 }
@@ -366,7 +344,7 @@ func TestColdStartFailsFast(t *testing.T) {
 // current and the old one as previous, and nonces of either are accepted.
 func TestHookKeyRotation(t *testing.T) {
 	const newKey = "rotated-hook-key-5f1e9a7c3b2d4e6f8a0b1c2d"
-	db := freshStore(t, testTable)
+	db, _ := samtest.StartStore(t, testTable)
 	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + newKey + `","previous":"` + localdb.DemoHookKey + `"}`})
 	e := bins.StartEmulator(t, deployedEnv(t, a))
 	m, err := eventset.Load(eventsDir)

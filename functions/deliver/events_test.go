@@ -22,9 +22,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/rie"
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
@@ -206,26 +204,6 @@ func streamBatch(t *testing.T, seq string, at time.Time, item map[string]types.A
 	return append(b, '\n')
 }
 
-// freshStore starts an embedded store with the table and the demo users.
-func freshStore(t *testing.T) (*localdb.Server, *dynamodb.Client) {
-	t.Helper()
-	db, err := localdb.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	client := dynamotest.NewClient(t, db.URL, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := dynamo.EnsureTable(ctx, client, testTable); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := localdb.SeedDemo(ctx, dynamo.New(client, testTable)); err != nil {
-		t.Fatal(err)
-	}
-	return db, client
-}
-
 // TestSampleEventsAreTheStoresWrites: the stream events in events/deliver
 // are, byte for byte, the records the table's stream gives Lambda for the
 // manifest's ticket as internal/dynamo writes it; the duplicate is the same
@@ -233,7 +211,7 @@ func freshStore(t *testing.T) (*localdb.Server, *dynamodb.Client) {
 // stream events.
 func TestSampleEventsAreTheStoresWrites(t *testing.T) {
 	m := loadManifest(t)
-	_, client := freshStore(t)
+	_, client := samtest.StartStore(t, testTable)
 	created := createdAt(t, m)
 	item := sampleTicket(t, m, client, created)
 	want := streamBatch(t, m.Ticket.SequenceNumber, created, item)
@@ -414,7 +392,7 @@ func deliveryOf(t *testing.T, client *dynamodb.Client, id string) *delivery.Reco
 // and DynamoDB requests DeliverRole allows.
 func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	m := loadManifest(t)
-	db, client := freshStore(t)
+	db, client := samtest.StartStore(t, testTable)
 	now := time.Now().UTC().Truncate(time.Second)
 	item := sampleTicket(t, m, client, now)
 	hd := startHelpdesk(t)

@@ -20,8 +20,6 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
@@ -362,23 +360,13 @@ func TestTemplateStreamEventSource(t *testing.T) {
 // make: only the creation of a ticket queued for delivery passes.
 func TestTemplateStreamFilterSelectsQueuedTickets(t *testing.T) {
 	pattern := streamEventOf(t, deploy(t, webhook)).FilterCriteria.Filters[0].Pattern
-	db, err := localdb.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	client := dynamotest.NewClient(t, db.URL, nil)
+	const table = "filter-test"
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := dynamo.WithClock(func() time.Time { return now })
+	_, client := samtest.StartStore(t, table, clock)
+	store := dynamo.New(client, table, clock)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const table = "filter-test"
-	if _, err := dynamo.EnsureTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	store := dynamo.New(client, table, dynamo.WithClock(func() time.Time { return now }))
-	if _, err := localdb.SeedDemo(ctx, store); err != nil {
-		t.Fatal(err)
-	}
 	create := func(id, request string, out *delivery.Record) (opKey string) {
 		t.Helper()
 		rec, tk := sampleOperation(id, request, now)

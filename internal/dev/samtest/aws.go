@@ -2,6 +2,7 @@ package samtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
 // Operations the AWS stand-in serves, as their X-Amz-Target.
@@ -21,6 +29,33 @@ const (
 	GetSecretValue = "secretsmanager.GetSecretValue"
 	DynamoPrefix   = "DynamoDB_20120810."
 )
+
+// storeTimeout bounds creating the table and writing the demo users.
+const storeTimeout = time.Minute
+
+// StartStore starts an embedded DynamoDB-compatible store of the test's
+// own (for NewAWS to pass DynamoDB requests to), creates table in it as
+// internal/dynamo does and writes the demo users through a dynamo.Store
+// made with opts. The store stops when the test ends; the client is one
+// for the tests' own reads and writes.
+func StartStore(t testing.TB, table string, opts ...dynamo.Option) (*localdb.Server, *dynamodb.Client) {
+	t.Helper()
+	db, err := localdb.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	client := dynamotest.NewClient(t, db.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if _, err := dynamo.EnsureTable(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localdb.SeedDemo(ctx, dynamo.New(client, table, opts...)); err != nil {
+		t.Fatal(err)
+	}
+	return db, client
+}
 
 // AWSCall is one request a function sent towards AWS.
 type AWSCall struct {

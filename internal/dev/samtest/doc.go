@@ -20,9 +20,10 @@
 //
 // AWS stands in for AWS on loopback while a function runs: it answers
 // Secrets Manager's GetSecretValue for the secrets a test gives it, passes
-// DynamoDB requests to a local store, refuses anything else bound off the
-// machine and records every request, which DynamoGrants turns into the IAM
-// grants they need.
+// DynamoDB requests to a local store (StartStore starts one, with the table
+// and the demo users), refuses anything else bound off the machine and
+// records every request, which DynamoGrants turns into the IAM grants they
+// need.
 //
 // WithBinaries builds, in a function's TestMain, the function's bootstrap
 // for this machine and the Runtime Interface Emulator; StartEmulator runs
