@@ -99,8 +99,8 @@ func (b Binaries) StartEmulator(t testing.TB, env map[string]string) *rie.Emulat
 	return e
 }
 
-// GoCommand is the go command that runs the tests.
-func GoCommand() string {
+// goCommand is the go command that runs the tests.
+func goCommand() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
@@ -111,7 +111,7 @@ func GoCommand() string {
 
 // goBuild runs `go build args...` with cgo off.
 func goBuild(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, GoCommand(), append([]string{"build"}, args...)...)
+	cmd := exec.CommandContext(ctx, goCommand(), append([]string{"build"}, args...)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
