@@ -7,14 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // CheckMakeTarget runs the Makefile target `sam build` runs for a function
 // built with BuildMethod makefile (target, such as "build-DeliverFunction")
-// into a temporary ARTIFACTS_DIR, from the module's root (the folder above
-// the tests' working directory holding go.mod and the Makefile), and
-// checks the bootstrap it produced with CheckBootstrap.
+// into a temporary ARTIFACTS_DIR, from the module's root (where go.mod and
+// the Makefile are), and checks the bootstrap it produced with
+// CheckBootstrap.
 func CheckMakeTarget(t testing.TB, target, mainPkg string) {
 	t.Helper()
 	if _, err := exec.LookPath("make"); err != nil {
@@ -31,24 +32,16 @@ func CheckMakeTarget(t testing.TB, target, mainPkg string) {
 	CheckBootstrap(t, filepath.Join(out, "bootstrap"), mainPkg)
 }
 
-// moduleRoot is the folder holding go.mod, at or above the working
-// directory.
+// moduleRoot is the folder of the main module's go.mod, as the go command
+// finds it from the tests' working directory.
 func moduleRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	out, err := exec.Command(goCommand(), "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		t.Fatalf("go env GOMOD: %q %v: the tests run outside the module", gomod, err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the tests' working directory")
-		}
-		dir = parent
-	}
+	return filepath.Dir(gomod)
 }
 
 // CheckBootstrap inspects the bootstrap at path as `sam build` makes it for
