@@ -43,20 +43,7 @@ func deployedEnv(t *testing.T, a *samtest.AWS) map[string]string {
 		}
 		env[k] = v
 	}
-	fn, _ := s.Typed.GetServerlessFunctionWithName("CallbackFunction")
-	maps.Copy(env, map[string]string{
-		// Set by Lambda from the function's configuration.
-		"AWS_LAMBDA_LOG_FORMAT":           *s.Logging.LogFormat,
-		"AWS_LAMBDA_LOG_LEVEL":            *s.Logging.ApplicationLogLevel,
-		"AWS_LAMBDA_FUNCTION_NAME":        "oncecall-CallbackFunction-TEST",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT":     fmt.Sprint(*fn.Timeout),
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(*fn.MemorySize),
-		"AWS_REGION":                      "eu-west-1",
-		"AWS_DEFAULT_REGION":              "eu-west-1",
-		"AWS_ACCESS_KEY_ID":               "ASIAONCECALLTEST0001",
-		"AWS_SECRET_ACCESS_KEY":           "test-secret-access-key",
-		"AWS_SESSION_TOKEN":               "test-session-token",
-	})
+	maps.Copy(env, s.LambdaEnv("CallbackFunction"))
 	// Where the SDK sends every service's requests, and where anything
 	// else bound off the machine goes.
 	maps.Copy(env, a.Env())

@@ -255,20 +255,7 @@ func deployedEnv(t *testing.T, a *samtest.AWS, hd *helpdesk.Server) map[string]s
 		t.Fatalf("%s = %q", config.EnvDestinationURL, env[config.EnvDestinationURL])
 	}
 	env[config.EnvDestinationURL] = hd.WebhookURL()
-	fn, _ := s.Typed.GetServerlessFunctionWithName("DeliverFunction")
-	lc := s.Logging["DeliverFunction"]
-	maps.Copy(env, map[string]string{
-		"AWS_LAMBDA_LOG_FORMAT":           *lc.LogFormat,
-		"AWS_LAMBDA_LOG_LEVEL":            *lc.ApplicationLogLevel,
-		"AWS_LAMBDA_FUNCTION_NAME":        "oncecall-DeliverFunction-TEST",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT":     fmt.Sprint(*fn.Timeout),
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(*fn.MemorySize),
-		"AWS_REGION":                      "eu-west-1",
-		"AWS_DEFAULT_REGION":              "eu-west-1",
-		"AWS_ACCESS_KEY_ID":               "ASIAONCECALLTEST0002",
-		"AWS_SECRET_ACCESS_KEY":           "test-secret-access-key",
-		"AWS_SESSION_TOKEN":               "test-session-token",
-	})
+	maps.Copy(env, s.LambdaEnv("DeliverFunction"))
 	maps.Copy(env, a.Env())
 	return env
 }

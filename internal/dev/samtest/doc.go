@@ -11,6 +11,9 @@
 // the YAML and decodes the evaluated resources with its typed models; where
 // those models predate a property SAM passes through (LoggingConfig, an
 // event source's FilterCriteria), the tests read the evaluated map instead.
+// Env is a function's environment as deployed, LambdaEnv what the Lambda
+// service adds to it, and Resolve fills in the references a test stands in
+// for.
 //
 // Allowed lists what an IAM role allows, refusing wildcards; MatchFilter
 // applies a Lambda event filter pattern to an event, as the event source

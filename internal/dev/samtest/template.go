@@ -526,6 +526,35 @@ func (s *Stack) Env(fn string) map[string]string {
 	return f.Environment.Variables
 }
 
+// LambdaEnv is what the Lambda service adds to serverless function fn's
+// environment as deployed in a test stack: from the function's
+// configuration (log format and level, timeout, memory), its name in the
+// stack ("oncecall-<fn>-TEST"), the region and temporary credentials
+// (which the AWS stand-in accepts unchecked).
+func (s *Stack) LambdaEnv(fn string) map[string]string {
+	s.t.Helper()
+	f, err := s.Typed.GetServerlessFunctionWithName(fn)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	lc, ok := s.Logging[fn]
+	if !ok || lc.LogFormat == nil || lc.ApplicationLogLevel == nil || f.Timeout == nil || f.MemorySize == nil {
+		s.t.Fatalf("%s has no LogFormat, ApplicationLogLevel, Timeout or MemorySize", fn)
+	}
+	return map[string]string{
+		"AWS_LAMBDA_LOG_FORMAT":           *lc.LogFormat,
+		"AWS_LAMBDA_LOG_LEVEL":            *lc.ApplicationLogLevel,
+		"AWS_LAMBDA_FUNCTION_NAME":        "oncecall-" + fn + "-TEST",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT":     fmt.Sprint(*f.Timeout),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(*f.MemorySize),
+		"AWS_REGION":                      "eu-west-1",
+		"AWS_DEFAULT_REGION":              "eu-west-1",
+		"AWS_ACCESS_KEY_ID":               "ASIAONCECALLTEST0001",
+		"AWS_SECRET_ACCESS_KEY":           "test-secret-access-key",
+		"AWS_SESSION_TOKEN":               "test-session-token",
+	}
+}
+
 // Resolve replaces the references in v with the values refs gives them
 // (such as "ref:Table" → a table name), failing the test when one is left.
 func Resolve(t testing.TB, v string, refs map[string]string) string {
