@@ -1,6 +1,7 @@
 package httpsend
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -120,6 +121,21 @@ func CreateResult(a Answer, dedup bool, receipt func(Answer) (delivery.Receipt, 
 		r.Outcome = delivery.Ambiguous
 	}
 	return r
+}
+
+// Lookup sends a lookup, a GET of target with authorization (none when
+// empty), and reads its answer with LookupResult, tickets listing the
+// answer's tickets.
+func (c *Client) Lookup(ctx context.Context, target, authorization string, tickets func(Answer) ([]delivery.Receipt, bool)) delivery.Result {
+	req, err := JSONRequest(ctx, http.MethodGet, target, nil, authorization)
+	if err != nil {
+		return delivery.Result{Outcome: delivery.Unavailable, Code: CodeBadRequest}
+	}
+	a, err := c.Send(ctx, req)
+	if err != nil {
+		return FailureResult(err, false)
+	}
+	return LookupResult(a, tickets)
 }
 
 // LookupResult applies the shared rules to the answer to a lookup: a 200

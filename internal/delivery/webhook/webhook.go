@@ -139,15 +139,7 @@ func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Re
 	q := u.Query()
 	q.Set("external_id", externalID)
 	u.RawQuery = q.Encode()
-	req, err := httpsend.JSONRequest(ctx, http.MethodGet, u.String(), nil, d.auth)
-	if err != nil {
-		return delivery.Result{Outcome: delivery.Unavailable, Code: httpsend.CodeBadRequest}
-	}
-	a, err := d.client.Send(ctx, req)
-	if err != nil {
-		return httpsend.FailureResult(err, false)
-	}
-	return httpsend.LookupResult(a, func(a httpsend.Answer) ([]delivery.Receipt, bool) {
+	return d.client.Lookup(ctx, u.String(), d.auth, func(a httpsend.Answer) ([]delivery.Receipt, bool) {
 		var list struct {
 			Tickets *[]reference `json:"tickets"`
 		}

@@ -230,15 +230,7 @@ func keyReused(body []byte) bool {
 // Lookup lists the tickets whose external_id is externalID.
 func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Result {
 	target := d.base + TicketsPath + "?" + url.Values{"external_id": {externalID}}.Encode()
-	req, err := httpsend.JSONRequest(ctx, http.MethodGet, target, nil, d.auth)
-	if err != nil {
-		return delivery.Result{Outcome: delivery.Unavailable, Code: httpsend.CodeBadRequest}
-	}
-	a, err := d.client.Send(ctx, req)
-	if err != nil {
-		return httpsend.FailureResult(err, false)
-	}
-	return httpsend.LookupResult(a, func(a httpsend.Answer) ([]delivery.Receipt, bool) {
+	return d.client.Lookup(ctx, target, d.auth, func(a httpsend.Answer) ([]delivery.Receipt, bool) {
 		var list struct {
 			Tickets *[]ticketRef `json:"tickets"`
 		}
