@@ -113,9 +113,11 @@ type Report struct {
 	// State is the delivery's state afterwards, as far as this call knows.
 	State   State
 	Attempt int
-	// Status and Code are what the destination's last answer established.
+	// Status and Code are what the destination's last answer established;
+	// Auth is true when it refused the credentials (401 or 403).
 	Status int
 	Code   string
+	Auth   bool
 	// NextAt is the next attempt's time, for a retry.
 	NextAt time.Time
 	// HeldBy and HeldUntil name the live lease, for OutcomeHeld.
@@ -213,14 +215,11 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 		latency = next.DeliveredAt.Sub(t.CreatedAt)
 	}
 	if w.Metrics != nil {
-		w.Metrics.Attempt(rep.Outcome, rep.Status, took, latency, rep.Code == CodeUnauthorized)
+		w.Metrics.Attempt(rep.Outcome, rep.Status, took, latency, rep.Auth)
 	}
 	w.log(ctx, id, rep, took, nil)
 	return rep, next, nil
 }
-
-// CodeUnauthorized is the Result.Code adapters give a 401 or 403.
-const CodeUnauthorized = "unauthorized"
 
 // takeLease is the delivery as the store holds it once Lease succeeded over
 // old: the attempt counted, the key's first use stamped, and an earlier
@@ -383,7 +382,7 @@ func (w *Worker) schedule(rec Record, at time.Time, res Result) (Record, Report)
 		rec.Since = at
 	}
 	rec.LastCode, rec.LastStatus = res.Code, res.Status
-	return rec, Report{Outcome: OutcomeRetried, State: Queued, Status: res.Status, Code: res.Code, NextAt: at}
+	return rec, Report{Outcome: OutcomeRetried, State: Queued, Status: res.Status, Code: res.Code, Auth: res.Auth, NextAt: at}
 }
 
 func (w *Worker) end(rec Record, s State, res Result, now time.Time) (Record, Report) {
@@ -398,7 +397,7 @@ func (w *Worker) end(rec Record, s State, res Result, now time.Time) (Record, Re
 	if s == Uncertain {
 		outcome = OutcomeUncertain
 	}
-	return rec, Report{Outcome: outcome, State: s, Status: res.Status, Code: res.Code}
+	return rec, Report{Outcome: outcome, State: s, Status: res.Status, Code: res.Code, Auth: res.Auth}
 }
 
 func (w *Worker) delivered(rec Record, res Result, now time.Time) (Record, Report) {

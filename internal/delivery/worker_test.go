@@ -84,7 +84,8 @@ var (
 	refused      = delivery.Result{Outcome: delivery.Refused, Status: 422, Code: "http_422", Reason: "subject is required"}
 	found        = delivery.Result{Outcome: delivery.Found, Status: 200, Receipt: delivery.Receipt{ID: "HD-1"}}
 	absent       = delivery.Result{Outcome: delivery.Absent, Status: 200}
-	unauthorized = delivery.Result{Outcome: delivery.Unavailable, Status: 401, Code: delivery.CodeUnauthorized, Auth: true}
+	unauthorized = delivery.Result{Outcome: delivery.Unavailable, Status: 401, Code: "unauthorized", Auth: true}
+	forbidden    = delivery.Result{Outcome: delivery.Unavailable, Status: 403, Code: "forbidden", Auth: true}
 )
 
 var (
@@ -568,5 +569,38 @@ func TestSweepTakesOnlyDueRetries(t *testing.T) {
 	sw, err = r.w.Sweep(context.Background())
 	if err != nil || sw.Due != 1 || sw.Outcomes[delivery.OutcomeDelivered] != 1 || sw.Backlog.Queued != 0 {
 		t.Fatalf("sweep when due: %+v %v", sw, err)
+	}
+}
+
+// observer records what the worker reports for metrics.
+type observer struct {
+	mu       sync.Mutex
+	outcomes []string
+	auth     []bool
+}
+
+func (o *observer) Attempt(outcome string, _ int, _, _ time.Duration, auth bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outcomes = append(o.outcomes, outcome)
+	o.auth = append(o.auth, auth)
+}
+
+func (o *observer) Backlog(delivery.Backlog) {}
+
+// TestRefusedCredentialsAreReportedForTheAlarm: a 401 and a 403 are both
+// retried and both counted as a credentials problem; a 429 is not.
+func TestRefusedCredentialsAreReportedForTheAlarm(t *testing.T) {
+	r := newRig(t, neither)
+	obs := &observer{}
+	r.w.Metrics = obs
+	r.dest.creates = []delivery.Result{unauthorized, forbidden, throttled, created}
+	id := r.ticket()
+	for range 4 {
+		rep := r.deliver(id)
+		r.advance(rep.NextAt.Sub(r.clock()) + time.Millisecond)
+	}
+	if !slices.Equal(obs.auth, []bool{true, true, false, false}) || obs.outcomes[3] != delivery.OutcomeDelivered {
+		t.Fatalf("observed outcomes %v, auth %v", obs.outcomes, obs.auth)
 	}
 }
