@@ -64,16 +64,28 @@ func main() {
 func run(addr, dbAddr, hdAddr string) error {
 	base := config.Defaults
 	base.HookKey = localdb.DemoHookKey
-	getenv, hd, err := localHelpdesk(hdAddr)
-	if err != nil {
-		return err
-	}
-	if hd != nil {
-		defer func() { _ = hd.Close() }()
+	local := wantsLocalHelpdesk(os.Getenv)
+	getenv := os.Getenv
+	if local {
+		// Checked by config like any URL; the helpdesk's real one, known
+		// once it listens, replaces it.
+		getenv = func(k string) string {
+			if k == config.EnvDestinationURL {
+				return "http://" + hdAddr
+			}
+			return os.Getenv(k)
+		}
 	}
 	cfg, err := config.Load(getenv, base, app.FunctionNames())
 	if err != nil {
 		return err
+	}
+	var hd *helpdesk.Server
+	if local {
+		if hd, err = localHelpdesk(hdAddr, &cfg.Delivery); err != nil {
+			return err
+		}
+		defer func() { _ = hd.Close() }()
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -174,36 +186,27 @@ func run(addr, dbAddr, hdAddr string) error {
 	return nil
 }
 
-// localHelpdesk starts the local helpdesk on addr when DESTINATION names a
-// destination and nothing says where it is, and returns the environment
-// with DESTINATION_URL pointing at it. The helpdesk behaves as the
-// settings declare: a webhook that deduplicates for DESTINATION_DEDUP_WINDOW
-// and answers lookups if DESTINATION_LOOKUP; Zendesk's shape as Zendesk
-// does. Otherwise it returns os.Getenv and no helpdesk.
-func localHelpdesk(addr string) (func(string) string, *helpdesk.Server, error) {
-	kind := os.Getenv(config.EnvDestination)
-	if kind == "" || os.Getenv(config.EnvDestinationURL) != "" || os.Getenv(config.EnvZendeskSubdomain) != "" {
-		return os.Getenv, nil, nil
-	}
+// wantsLocalHelpdesk reports whether DESTINATION names a destination and
+// nothing says where it is: make run then delivers to the local helpdesk.
+func wantsLocalHelpdesk(getenv func(string) string) bool {
+	return getenv(config.EnvDestination) != "" && getenv(config.EnvDestinationURL) == "" && getenv(config.EnvZendeskSubdomain) == ""
+}
+
+// localHelpdesk starts the local helpdesk on addr, behaving as d declares
+// (a webhook that deduplicates for d.DedupWindow and answers lookups if
+// d.Lookup; Zendesk's shape as Zendesk does), and points d at it.
+func localHelpdesk(addr string, d *config.Delivery) (*helpdesk.Server, error) {
 	caps := delivery.Capabilities{DedupWindow: 2 * time.Hour, Lookup: true}
-	if kind == config.DestinationWebhook {
-		// Read as config will read them; config reports bad values.
-		caps = delivery.Capabilities{}
-		caps.DedupWindow, _ = time.ParseDuration(os.Getenv(config.EnvDedupWindow))
-		caps.Lookup = os.Getenv(config.EnvLookup) == "true"
+	if d.Destination == config.DestinationWebhook {
+		caps = delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup}
 	}
 	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps})
 	if err != nil {
-		return nil, nil, fmt.Errorf("local helpdesk on %s: %w (set DESTINATION_URL to deliver elsewhere)", addr, err)
+		return nil, fmt.Errorf("local helpdesk on %s: %w (set DESTINATION_URL to deliver elsewhere)", addr, err)
 	}
-	url := hd.URL()
-	if kind == config.DestinationWebhook {
-		url = hd.WebhookURL()
+	d.URL = hd.URL()
+	if d.Destination == config.DestinationWebhook {
+		d.URL = hd.WebhookURL()
 	}
-	return func(k string) string {
-		if k == config.EnvDestinationURL {
-			return url
-		}
-		return os.Getenv(k)
-	}, hd, nil
+	return hd, nil
 }
