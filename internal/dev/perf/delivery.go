@@ -2,12 +2,8 @@ package perf
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -18,7 +14,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
@@ -74,11 +69,13 @@ func Delivery(ctx context.Context, st *Store, n int) (DeliveryResult, error) {
 		}
 	}
 
-	svc, stop, err := startDeliveringService(ctx, st.URL, hd.WebhookURL())
+	cfg := serviceConfig(st.URL, deliveryTable)
+	cfg.Delivery = config.Delivery{Destination: config.DestinationWebhook, URL: hd.WebhookURL(), DedupWindow: 2 * time.Hour}
+	svc, err := startService(ctx, cfg, localRunner)
 	if err != nil {
 		return r, err
 	}
-	defer stop()
+	defer func() { _ = svc.Close() }()
 	hash, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
 	if err != nil {
 		return r, err
@@ -139,57 +136,18 @@ func waitAtHelpdesk(ctx context.Context, hd *helpdesk.Server, id string) (helpde
 	}
 }
 
-// startDeliveringService assembles oncecall as cmd/oncecall does with a
-// webhook destination at url: the callback queues each ticket and wakes the
-// in-process runner, which delivers it.
-func startDeliveringService(ctx context.Context, storeURL, url string) (*Service, func(), error) {
-	cfg := config.Defaults
-	cfg.Table, cfg.Endpoint, cfg.HookKey = deliveryTable, storeURL, localdb.DemoHookKey
-	cfg.Delivery = config.Delivery{Destination: config.DestinationWebhook, URL: url, DedupWindow: 2 * time.Hour}
-	awsCfg, err := app.AWSConfig(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), cfg.Table); err != nil {
-		return nil, nil, err
-	}
-	store := app.Store(awsCfg, cfg)
-	if _, err := localdb.SeedDemo(ctx, store); err != nil {
-		return nil, nil, err
-	}
-	discard := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	w, err := app.Worker(cfg, store, discard)
+// localRunner wires the outbox as cmd/oncecall does with a destination:
+// the callback queues each ticket and wakes the in-process runner, which
+// delivers it.
+func localRunner(ctx context.Context, cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*delivery.Outbox, func(), error) {
+	w, err := app.Worker(cfg, store, logger)
 	if err != nil {
 		return nil, nil, err
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	runner := delivery.NewRunner(w, delivery.DefaultSweepInterval, 0, discard)
+	runner := delivery.NewRunner(w, delivery.DefaultSweepInterval, 0, logger)
 	runner.Start(rctx)
-	h, err := app.Handler(cfg, store, discard, app.Outbox(cfg, w, runner.Notify))
-	if err != nil {
-		cancel()
-		runner.Wait()
-		return nil, nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		runner.Wait()
-		return nil, nil, err
-	}
-	s := &Service{
-		URL: "http://" + ln.Addr().String() + httpapi.CallbackPath, Handler: h, Store: store, Table: cfg.Table,
-		srv:  &http.Server{Handler: httpapi.New(h, ""), ReadHeaderTimeout: 5 * time.Second},
-		done: make(chan struct{}),
-	}
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			panic(fmt.Sprintf("oncecall service: %v", err))
-		}
-	}()
-	return s, func() {
-		_ = s.Close()
+	return app.Outbox(cfg, w, runner.Notify), func() {
 		cancel()
 		runner.Wait()
 		if c, ok := w.Destination.(interface{ CloseIdleConnections() }); ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
@@ -85,6 +86,7 @@ type Service struct {
 
 	srv  *http.Server
 	done chan struct{}
+	stop func()
 }
 
 // NoNonceCheck is an Authenticator that accepts every call. It exists only
@@ -103,31 +105,56 @@ func (NoNonceCheck) MaxCost() int { return 0 }
 // and serves it on 127.0.0.1. The log lines are encoded as in production and
 // discarded.
 func StartService(ctx context.Context, storeURL, table string) (*Service, error) {
+	return startService(ctx, serviceConfig(storeURL, table), nil)
+}
+
+// serviceConfig is the local configuration of a service over storeURL.
+func serviceConfig(storeURL, table string) config.Config {
 	cfg := config.Defaults
 	cfg.Table, cfg.Endpoint, cfg.HookKey = table, storeURL, localdb.DemoHookKey
+	return cfg
+}
+
+// outboxFunc builds a service's outbox over its store and returns what
+// stops it once the service has stopped serving.
+type outboxFunc func(ctx context.Context, cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*delivery.Outbox, func(), error)
+
+// startService is StartService for cfg, with the outbox withOutbox builds
+// (none when nil).
+func startService(ctx context.Context, cfg config.Config, withOutbox outboxFunc) (*Service, error) {
 	awsCfg, err := app.AWSConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), table); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, app.AdminClient(awsCfg, cfg), cfg.Table); err != nil {
 		return nil, err
 	}
 	store := app.Store(awsCfg, cfg)
 	if _, err := localdb.SeedDemo(ctx, store); err != nil {
 		return nil, err
 	}
-	h, err := app.Handler(cfg, store, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
+	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	var outbox *delivery.Outbox
+	stop := func() {}
+	if withOutbox != nil {
+		if outbox, stop, err = withOutbox(ctx, cfg, store, logger); err != nil {
+			return nil, err
+		}
+	}
+	h, err := app.Handler(cfg, store, logger, outbox)
 	if err != nil {
+		stop()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		stop()
 		return nil, err
 	}
 	s := &Service{
-		URL: "http://" + ln.Addr().String() + httpapi.CallbackPath, Handler: h, Store: store, Table: table,
+		URL: "http://" + ln.Addr().String() + httpapi.CallbackPath, Handler: h, Store: store, Table: cfg.Table,
 		srv:  &http.Server{Handler: httpapi.New(h, ""), ReadHeaderTimeout: 5 * time.Second},
-		done: make(chan struct{}),
+		done: make(chan struct{}), stop: stop,
 	}
 	go func() {
 		defer close(s.done)
@@ -138,12 +165,13 @@ func StartService(ctx context.Context, storeURL, table string) (*Service, error)
 	return s, nil
 }
 
-// Close stops the service and waits for it.
+// Close stops the service, then its outbox, and waits for them.
 func (s *Service) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
 	<-s.done
+	s.stop()
 	return err
 }
 
