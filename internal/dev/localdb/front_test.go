@@ -25,14 +25,7 @@ func TestStartWithKeepsTopLevelRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := dynamo.HTTPClient()
-	cfg := dynamo.LocalConfig("")
-	cfg.HTTPClient = hc
-	t.Cleanup(func() {
-		hc.CloseIdleConnections()
-		_ = db.Close()
-	})
-	c := dynamodb.NewFromConfig(cfg, dynamo.Options(db.URL))
+	c := client(t, db)
 	ctx := context.Background()
 	if _, err := c.CreateTable(ctx, dynamo.CreateTableInput("t")); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,20 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
+// client is a client of db that closes its connections, and db, when the
+// test ends.
+func client(t *testing.T, db *localdb.Server) *dynamodb.Client {
+	t.Helper()
+	hc := dynamo.HTTPClient()
+	cfg := dynamo.LocalConfig("")
+	cfg.HTTPClient = hc
+	t.Cleanup(func() {
+		hc.CloseIdleConnections()
+		_ = db.Close()
+	})
+	return dynamodb.NewFromConfig(cfg, dynamo.Options(db.URL))
+}
+
 // store starts an embedded store with one table that has a sparse index on
 // "attn", and returns a client for it.
 func store(t *testing.T) *dynamodb.Client {
@@ -25,14 +39,7 @@ func store(t *testing.T) *dynamodb.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := dynamo.HTTPClient()
-	cfg := dynamo.LocalConfig("")
-	cfg.HTTPClient = hc
-	t.Cleanup(func() {
-		hc.CloseIdleConnections()
-		_ = db.Close()
-	})
-	c := dynamodb.NewFromConfig(cfg, dynamo.Options(db.URL))
+	c := client(t, db)
 	_, err = c.CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:   aws.String("t"),
 		BillingMode: types.BillingModePayPerRequest,
