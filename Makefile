@@ -3,18 +3,49 @@
 
 GO        ?= go
 TABLE_NAME ?= oncecall
+
+# ---- the store: dynoxide, a DynamoDB emulator (crate dynoxide-rs) -----------
+# `make run`, `make test` and CI run on it. It is built once from crates.io
+# into .tools/ (git ignores it) with cargo, at the pinned version; a dynoxide
+# on PATH that reports that version is used instead. DYNOXIDE names the
+# binary for everything the Makefile runs (internal/dev/localdb reads it).
+# Keep DYNOXIDE_VERSION and DYNOXIDE_REPORTS in step with localdb.Version
+# and localdb.ReportedVersion.
+DYNOXIDE_VERSION  := 3.2.0
+DYNOXIDE_REPORTS  := dynoxide 1.5.0
+DYNOXIDE_ROOT     := $(CURDIR)/.tools/dynoxide
+DYNOXIDE_FEATURES := native-sqlite,http-server,cli
+DYNOXIDE_ON_PATH  := $(shell command -v dynoxide 2>/dev/null)
+ifneq ($(DYNOXIDE_ON_PATH),)
+ifeq ($(shell dynoxide --version 2>/dev/null),$(DYNOXIDE_REPORTS))
+DYNOXIDE ?= $(DYNOXIDE_ON_PATH)
+endif
+endif
+DYNOXIDE ?= $(DYNOXIDE_ROOT)/bin/dynoxide
+export DYNOXIDE
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags="-s -w -buildid="
 
-.PHONY: run test nonce build vet lint clean
+.PHONY: run test nonce build vet lint clean dynoxide
 
-## run: serve POST /callback and GET /functions on 127.0.0.1:3210 over an embedded store on 127.0.0.1:8000
-run:
+## run: serve POST /callback and GET /functions on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
+run: dynoxide
 	$(GO) run ./cmd/oncecall
 
-## test: every test, with the race detector
-test:
+## test: every test, with the race detector, over dynoxide
+test: dynoxide
 	$(GO) test -race -count=1 ./...
+
+## dynoxide: build the pinned store into .tools/dynoxide (about a minute and a half on two cores, once)
+dynoxide: $(DYNOXIDE)
+
+$(DYNOXIDE_ROOT)/bin/dynoxide:
+	@command -v cargo >/dev/null || { echo "make: building dynoxide $(DYNOXIDE_VERSION) needs Rust's cargo (https://rustup.rs), or put a dynoxide that reports '$(DYNOXIDE_REPORTS)' on PATH"; exit 2; }
+	@echo "== building the store: dynoxide $(DYNOXIDE_VERSION) from crates.io into $(DYNOXIDE_ROOT) (once; about a minute and a half on two cores)"
+	CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+		cargo install --locked --quiet dynoxide-rs --version $(DYNOXIDE_VERSION) \
+		--no-default-features --features $(DYNOXIDE_FEATURES) --root $(DYNOXIDE_ROOT)
+	@test "$$($@ --version)" = "$(DYNOXIDE_REPORTS)" || { echo "make: $@ reports '$$($@ --version)', want '$(DYNOXIDE_REPORTS)'"; exit 1; }
 
 ## nonce: print a fresh X-Request-Nonce for the local hook key (or $HOOK_KEY)
 nonce:
@@ -34,6 +65,10 @@ lint:
 
 clean:
 	rm -rf bin .aws-sam
+
+# distclean also removes the store make built (make dynoxide builds it again).
+distclean: clean
+	rm -rf .tools
 
 # --- Evidence under fuzzing and load (issue 4) --------------------------------
 # `make test` runs every fuzz target over its committed seed corpus

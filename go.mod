@@ -15,7 +15,6 @@ require (
 	github.com/awslabs/goformation/v7 v7.14.9
 	github.com/dlclark/regexp2/v2 v2.13.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
-	github.com/truora/minidyn v0.8.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/crypto v0.59.0
 	pgregory.net/rapid v1.3.0
@@ -36,6 +35,8 @@ require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/go-chi/chi v1.5.5 // indirect
 	github.com/go-chi/chi/v5 v5.4.0 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jessevdk/go-flags v1.5.0 // indirect
 	github.com/kr/text v0.2.0 // indirect

@@ -441,7 +441,6 @@ func TestStoreFailureIs500AndWritesNothing(t *testing.T) {
 func TestWarmCallsTakeOneStoreRequest(t *testing.T) {
 	var proxy *dynamotest.Proxy
 	r := newRig(t, viaProxy(&proxy))
-	proxy.ReturnOldItems = true                   // answer cancellations as DynamoDB does
 	r.call(create("user-a", "warm-up-a", signIn)) // caches alice
 	r.call(create("user-b", "warm-up-b", signIn)) // caches bob
 	steps := []struct {

@@ -546,60 +546,51 @@ func TestFaultRestartReusesStoredResult(t *testing.T) {
 }
 
 // TestFaultPendingIsHeld injects a pending operation and checks it from
-// every side: its owner always gets in_progress, on both replay paths, inside
+// every side: its owner always gets in_progress, inside
 // the window and (without an expiry) years later; another user of the tenant
 // gets a conflict that discloses nothing; the record is never rewritten and
 // no ticket is made.
 func TestFaultPendingIsHeld(t *testing.T) {
-	for _, parity := range []bool{false, true} {
-		name := "consistent read"
-		if parity {
-			name = "old item in the cancellation"
+	var proxy *dynamotest.Proxy
+	r := newRig(t, viaProxy(&proxy))
+	put := func(rid string, expires time.Time) idempotency.Record {
+		key := opKey(t, idempotency.PolicyArguments, "tenant-a", rid, signIn)
+		rec := idempotency.Record{Key: key.ID, UserID: "user-a", Tenant: "tenant-a", Function: ticket.CreateName,
+			State: idempotency.Pending, Fingerprint: key.Fingerprint, CreatedAt: r.clock(), ExpiresAt: expires}
+		if err := r.store.PutOperation(context.Background(), rec); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			var proxy *dynamotest.Proxy
-			r := newRig(t, viaProxy(&proxy))
-			proxy.ReturnOldItems = parity
-			put := func(rid string, expires time.Time) idempotency.Record {
-				key := opKey(t, idempotency.PolicyArguments, "tenant-a", rid, signIn)
-				rec := idempotency.Record{Key: key.ID, UserID: "user-a", Tenant: "tenant-a", Function: ticket.CreateName,
-					State: idempotency.Pending, Fingerprint: key.Fingerprint, CreatedAt: r.clock(), ExpiresAt: expires}
-				if err := r.store.PutOperation(context.Background(), rec); err != nil {
-					t.Fatal(err)
-				}
-				return rec
+		return rec
+	}
+	held := put("r-pending", r.clock().Add(time.Hour))
+	forever := put("r-forever", time.Time{})
+	check := func(rid string) {
+		t.Helper()
+		for range 3 {
+			p := r.call(create("user-a", rid, signIn))
+			if p.status != 200 || p.str("status") != "in_progress" || p.body["retryable"] != true || p.str("ticket_id") != "" {
+				t.Fatalf("%s: %d %s", rid, p.status, p.raw)
 			}
-			held := put("r-pending", r.clock().Add(time.Hour))
-			forever := put("r-forever", time.Time{})
-			check := func(rid string) {
-				t.Helper()
-				for range 3 {
-					p := r.call(create("user-a", rid, signIn))
-					if p.status != 200 || p.str("status") != "in_progress" || p.body["retryable"] != true || p.str("ticket_id") != "" {
-						t.Fatalf("%s: %d %s", rid, p.status, p.raw)
-					}
-				}
-				b := r.call(create("user-b", rid, signIn))
-				if b.status != 403 || b.code() != "request_id_conflict" || strings.Contains(b.raw, "progress") {
-					t.Fatalf("%s by another user of the tenant: %d %s", rid, b.status, b.raw)
-				}
-			}
-			check("r-pending")
-			check("r-forever")
-			r.advance(59 * time.Minute)
-			check("r-pending")
-			r.advance(10 * 365 * 24 * time.Hour)
-			check("r-forever")
-			for _, want := range []idempotency.Record{held, forever} {
-				got, err := r.store.Operation(context.Background(), want.Key)
-				if err != nil || got == nil || got.State != idempotency.Pending || got.TicketID != "" || !got.CreatedAt.Equal(want.CreatedAt.Truncate(time.Second)) {
-					t.Fatalf("the pending record was rewritten: %+v, %v", got, err)
-				}
-			}
-			if n := r.tickets(); n != 0 {
-				t.Fatalf("a pending operation was executed: %d tickets", n)
-			}
-		})
+		}
+		b := r.call(create("user-b", rid, signIn))
+		if b.status != 403 || b.code() != "request_id_conflict" || strings.Contains(b.raw, "progress") {
+			t.Fatalf("%s by another user of the tenant: %d %s", rid, b.status, b.raw)
+		}
+	}
+	check("r-pending")
+	check("r-forever")
+	r.advance(59 * time.Minute)
+	check("r-pending")
+	r.advance(10 * 365 * 24 * time.Hour)
+	check("r-forever")
+	for _, want := range []idempotency.Record{held, forever} {
+		got, err := r.store.Operation(context.Background(), want.Key)
+		if err != nil || got == nil || got.State != idempotency.Pending || got.TicketID != "" || !got.CreatedAt.Equal(want.CreatedAt.Truncate(time.Second)) {
+			t.Fatalf("the pending record was rewritten: %+v, %v", got, err)
+		}
+	}
+	if n := r.tickets(); n != 0 {
+		t.Fatalf("a pending operation was executed: %d tickets", n)
 	}
 }
 

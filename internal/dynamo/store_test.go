@@ -131,35 +131,22 @@ func TestSecondClaimReturnsTheFirst(t *testing.T) {
 	}
 }
 
-// TestReplayRoundTrips counts store requests for a repeated claim: one where
-// the store returns the old item with the cancellation (as DynamoDB does),
-// two (the consistent read fallback) where it does not (minidyn).
+// TestReplayRoundTrips counts store requests for a repeated claim: one, since
+// the store returns the old item with the cancellation, as DynamoDB does.
 func TestReplayRoundTrips(t *testing.T) {
-	for _, parity := range []bool{true, false} {
-		t.Run("returnsOldItem="+strconv.FormatBool(parity), func(t *testing.T) {
-			f, proxy := newProxied(t)
-			proxy.ReturnOldItems = parity
-			rec, tk := f.claim("k1")
-			if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
-				t.Fatal(err)
-			}
-			f.env.Requests.Reset()
-			rec2, tk2 := f.claim("k1")
-			existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
-			if err != nil || existing == nil || existing.TicketID != tk.ID {
-				t.Fatalf("Create = %+v, %v", existing, err)
-			}
-			// Without the old item in the cancellation, the store needs the
-			// consistent-read fallback: minidyn, unless the proxy fills it
-			// in. DynamoDB and DynamoDB Local return it and never do.
-			want := int64(1)
-			if !parity && !dynamotest.Probe(t).OldItemOnFailedPut {
-				want = 2
-			}
-			if got := f.env.Requests.Load(); got != want {
-				t.Errorf("replay took %d requests, want %d", got, want)
-			}
-		})
+	f := newFixture(t, nil)
+	rec, tk := f.claim("k1")
+	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.env.Requests.Reset()
+	rec2, tk2 := f.claim("k1")
+	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
+	if err != nil || existing == nil || existing.TicketID != tk.ID {
+		t.Fatalf("Create = %+v, %v", existing, err)
+	}
+	if got := f.env.Requests.Load(); got != 1 {
+		t.Errorf("replay took %d requests, want 1", got)
 	}
 }
 
@@ -336,20 +323,16 @@ func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
 	// The first attempt commits but its answer is lost; the store's own
 	// retry then finds the claim it made.
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{AfterCommit: true})
-	sem := dynamotest.Probe(t)
 	rec, tk := f.claim("k1")
 	existing, err := f.store.Create(context.Background(), rec, tk, nil)
 	if err != nil || existing != nil {
 		t.Fatalf("Create = %+v, %v; want the call's own claim reported as created", existing, err)
 	}
-	// DynamoDB answers the retry from its ClientRequestToken; minidyn runs
-	// it again, and the cancellation, without the old item, needs a read.
+	// The store answers the retry from its ClientRequestToken, as DynamoDB
+	// does: success, nothing written twice, no read.
 	want := map[string]int64{"TransactWriteItems": 2}
-	if !sem.ClientRequestToken && !sem.OldItemOnFailedPut {
-		want["GetItem"] = 1
-	}
 	if got := f.env.Requests.Operations(); !maps.Equal(got, want) {
-		t.Errorf("requests %v, want %v (store %v)", got, want, sem)
+		t.Errorf("requests %v, want %v", got, want)
 	}
 	if n := f.env.Count(t, "ticket"); n != 1 {
 		t.Errorf("%d tickets, want 1", n)
@@ -409,8 +392,7 @@ func TestFailedUserCheckSaysWhy(t *testing.T) {
 		"function taken": func(u *identity.User) { u.Functions = []string{ticket.GetName} },
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, proxy := newProxied(t)
-			proxy.ReturnOldItems = true
+			f := newFixture(t, nil)
 			u := alice
 			change(&u)
 			if err := f.store.PutUser(context.Background(), u); err != nil {

@@ -44,9 +44,13 @@ func TestEnsureTableCreatesIndexes(t *testing.T) {
 	if !res.Created || len(res.IndexesAdded) != 0 {
 		t.Errorf("first EnsureTable = %+v, want created with its indexes", res)
 	}
-	// minidyn does not implement TTL; DynamoDB does.
-	if res.TTL != dynamo.TTLEnabled && (res.TTL != dynamo.TTLNotEnabled || res.TTLError == nil) {
-		t.Errorf("TTL = %s (%v)", res.TTL, res.TTLError)
+	if res.TTL != dynamo.TTLEnabled {
+		t.Errorf("TTL = %s (%v), want enabled", res.TTL, res.TTLError)
+	}
+	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil || ttl.TimeToLiveDescription == nil || aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expires_at" ||
+		ttl.TimeToLiveDescription.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
+		t.Errorf("DescribeTimeToLive = %+v, %v; want expires_at enabled", ttl, err)
 	}
 	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.AttentionIndex, dynamo.LookupIndex}) {
 		t.Errorf("indexes %v", got)
@@ -106,6 +110,11 @@ func TestEnsureTableRefusesAnotherIndexShape(t *testing.T) {
 		KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("lk"), KeyType: types.KeyTypeHash}},
 		Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 	}}
+	// DynamoDB refuses attribute definitions that no key uses.
+	in.AttributeDefinitions = []types.AttributeDefinition{
+		{AttributeName: aws.String(dynamo.PartitionKey), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String("lk"), AttributeType: types.ScalarAttributeTypeS},
+	}
 	if _, err := client.CreateTable(ctx, in); err != nil {
 		t.Fatal(err)
 	}

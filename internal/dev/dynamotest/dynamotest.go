@@ -1,13 +1,12 @@
 // Package dynamotest gives tests a real DynamoDB client over HTTP and a
 // fresh table.
 //
-// By default each test binary starts one embedded minidyn server on a
-// loopback port. With DYNAMODB_ENDPOINT set (and AWS_REGION and credentials
-// as the endpoint needs), the same tests run against that endpoint instead;
-// every test then creates its own uniquely named table, so runs never share
-// state. Probe measures how that store answers where DynamoDB-compatible
-// stores differ (DynamoDB Local answers as DynamoDB, minidyn does not), for
-// the tests whose expectations depend on it.
+// By default each test binary starts one dynoxide store (internal/dev/localdb)
+// on a loopback port. With DYNAMODB_ENDPOINT set (and AWS_REGION and
+// credentials as the endpoint needs), the same tests run against that
+// endpoint instead. Either way every test creates its own uniquely named
+// table, so tests never share state, and the tests expect DynamoDB's
+// answers: a store that departs from them fails them.
 package dynamotest
 
 import (
@@ -39,9 +38,8 @@ type Env struct {
 	Requests *dynamo.Counter
 	Table    string
 	Endpoint string
-	// Local is the embedded server, or nil when DYNAMODB_ENDPOINT is set.
-	// Failure emulation on it affects every test sharing it: tests that use
-	// it must not run in parallel.
+	// Local is the store this test binary started, or nil when
+	// DYNAMODB_ENDPOINT is set.
 	Local *localdb.Server
 }
 
@@ -63,7 +61,7 @@ func Endpoint(t testing.TB) (string, *localdb.Server) {
 	}
 	once.Do(func() { shared, err0 = localdb.Start("127.0.0.1:0") })
 	if err0 != nil {
-		t.Fatalf("start embedded DynamoDB: %v", err0)
+		t.Fatalf("start the local store: %v", err0)
 	}
 	return shared.URL, shared
 }

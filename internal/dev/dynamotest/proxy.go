@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 )
 
 // Fault is what the Proxy does to one request instead of, or besides,
@@ -36,10 +34,9 @@ type Fault struct {
 }
 
 // Proxy sits between the SDK and a store and injects faults per operation
-// (the X-Amz-Target suffix, such as "TransactWriteItems"). With
-// ReturnOldItems it also makes a store that omits the old item from a
-// cancelled Put or ConditionCheck with
-// ReturnValuesOnConditionCheckFailure=ALL_OLD (minidyn) answer as DynamoDB does, so the one-round-trip replay path is exercised.
+// (the X-Amz-Target suffix, such as "TransactWriteItems"), for what no
+// emulator models: throttling, errors, latency and an answer lost after the
+// write applied.
 type Proxy struct {
 	URL string
 
@@ -49,8 +46,6 @@ type Proxy struct {
 	mu     sync.Mutex
 	faults map[string][]Fault
 	seen   map[string]int
-	// ReturnOldItems fills in ALL_OLD items on cancellations.
-	ReturnOldItems bool
 }
 
 // NewProxy starts a proxy to target for the duration of the test.
@@ -120,9 +115,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, Fault{Error: "InternalServerError", Status: http.StatusInternalServerError})
 		return
 	}
-	if p.ReturnOldItems && status == http.StatusBadRequest {
-		out = localdb.FillOldItems(op, body, out, p.current(r))
-	}
 	for k, vs := range header {
 		if strings.EqualFold(k, "Content-Length") {
 			continue
@@ -169,29 +161,4 @@ func writeError(w http.ResponseWriter, f Fault) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
-}
-
-// current reads an item from the target with a consistent GetItem, signed
-// like the request r it serves; nil when absent or unreadable.
-func (p *Proxy) current(r *http.Request) localdb.CurrentItem {
-	return func(table string, key json.RawMessage) json.RawMessage {
-		get, _ := json.Marshal(map[string]any{"TableName": table, "Key": map[string]json.RawMessage{"pk": key}, "ConsistentRead": true})
-		gr, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.target+"/", bytes.NewReader(get))
-		if err != nil {
-			return nil
-		}
-		gr.Header.Set("Content-Type", "application/x-amz-json-1.0")
-		gr.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
-		gr.Header.Set("Authorization", r.Header.Get("Authorization"))
-		res, err := p.client.Do(gr)
-		if err != nil {
-			return nil
-		}
-		defer func() { _ = res.Body.Close() }()
-		var out struct{ Item json.RawMessage }
-		if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&out) != nil || len(out.Item) == 0 || string(out.Item) == "null" {
-			return nil
-		}
-		return out.Item
-	}
 }

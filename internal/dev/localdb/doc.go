@@ -1,8 +1,14 @@
-// Package localdb runs an embedded DynamoDB-compatible server
-// (github.com/truora/minidyn) on a loopback port, for `make run`, local
-// invokes and tests, and holds the demo users that local runs seed.
+// Package localdb runs dynoxide, a DynamoDB emulator that passes the public
+// DynamoDB conformance suite, as a child process on a loopback port, for
+// `make run`, local invokes and tests, and holds the demo users that local
+// runs seed.
 //
-// The server keeps everything in memory: its data is gone when the process
-// ends. It implements the DynamoDB JSON protocol, so the real AWS SDK client
-// and the AWS CLI talk to it unchanged.
+// The store keeps everything in memory: its data is gone when it stops. It
+// speaks the DynamoDB JSON protocol, streams and TTL included, so the real
+// AWS SDK client and the AWS CLI talk to it unchanged. What no emulator
+// models (transaction conflicts, throttling, answers lost after a write
+// applied) is the fault proxy's job, in internal/dev/dynamotest.
+//
+// The binary is found as Binary says; `make dynoxide` builds the pinned
+// version into .tools/ of the repository.
 package localdb

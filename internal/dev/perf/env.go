@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"time"
 
@@ -53,7 +55,8 @@ func StartStore() (*Store, error) {
 		return nil, err
 	}
 	s.adminURL = "http://" + ln.Addr().String()
-	s.admin = &http.Server{Handler: srv.Mini, ReadHeaderTimeout: 5 * time.Second}
+	direct, _ := url.Parse(srv.Direct)
+	s.admin = &http.Server{Handler: httputil.NewSingleHostReverseProxy(direct), ReadHeaderTimeout: 5 * time.Second}
 	s.adminRun = make(chan struct{})
 	go func() {
 		defer close(s.adminRun)

@@ -2,7 +2,6 @@ package perf
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,15 +9,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 )
 
-// Front sits before the embedded store's handler. It counts every request
-// per table and operation as the store receives it, so that oncecall and a
-// peer are counted the same way, and it returns the old item with a failed
-// condition that asked for ALL_OLD, as DynamoDB does and minidyn does not
-// for Put (localdb.FillOldItems). Items are keyed by the attribute "pk".
+// Front sits before the store. It counts every request per table and
+// operation as the store receives it, so that oncecall and a peer are
+// counted the same way.
 type Front struct {
 	next http.Handler
 
@@ -119,9 +114,6 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.busy[op] += took
 	f.mu.Unlock()
 	out := rec.Body.Bytes()
-	if rec.Code == http.StatusBadRequest {
-		out = localdb.FillOldItems(op.Name, body, out, f.current)
-	}
 	for k, vs := range rec.Header() {
 		if !strings.EqualFold(k, "Content-Length") {
 			w.Header()[k] = vs
@@ -144,19 +136,4 @@ func tableOf(body []byte) string {
 		return ""
 	}
 	return string(rest[:j])
-}
-
-// current reads an item straight from the store, uncounted.
-func (f *Front) current(table string, key json.RawMessage) json.RawMessage {
-	get, _ := json.Marshal(map[string]any{"TableName": table, "Key": map[string]json.RawMessage{"pk": key}, "ConsistentRead": true})
-	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(get))
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.GetItem")
-	rec := httptest.NewRecorder()
-	f.next.ServeHTTP(rec, req)
-	var out struct{ Item json.RawMessage }
-	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &out) != nil || len(out.Item) == 0 || string(out.Item) == "null" {
-		return nil
-	}
-	return out.Item
 }

@@ -1,0 +1,67 @@
+package localdb
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Version is the dynoxide release the project pins (the crate dynoxide-rs on
+// crates.io). The Makefile installs the same version; keep them in step.
+const Version = "3.2.0"
+
+// ReportedVersion is what `dynoxide --version` prints for Version: the
+// binary reports its product version, which differs from the crate's.
+const ReportedVersion = "dynoxide 1.5.0"
+
+// EnvBinary names the variable that points at a dynoxide binary. The
+// Makefile sets it to the one it installed.
+const EnvBinary = "DYNOXIDE"
+
+// toolPath is where `make dynoxide` installs the binary, relative to the
+// repository root.
+const toolPath = ".tools/dynoxide/bin/dynoxide"
+
+// ErrNoBinary is returned by Binary when no dynoxide of the pinned version
+// can be found.
+var ErrNoBinary = errors.New("localdb: no dynoxide " + Version + " found: run `make dynoxide` (needs Rust's cargo) or set " + EnvBinary + " to a dynoxide binary")
+
+// Binary returns the dynoxide binary to run: the one $DYNOXIDE names, else
+// the one `make dynoxide` installed in the repository that holds the
+// working directory, else a dynoxide on PATH that reports the pinned
+// version.
+func Binary() (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("localdb: %s=%s: %w", EnvBinary, p, err)
+		}
+		return p, nil
+	}
+	if dir, err := os.Getwd(); err == nil {
+		for {
+			p := filepath.Join(dir, toolPath)
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	if p, err := exec.LookPath("dynoxide"); err == nil {
+		out, err := exec.Command(p, "--version").Output()
+		if err == nil && strings.TrimSpace(string(bytes.TrimSpace(out))) == ReportedVersion {
+			return p, nil
+		}
+	}
+	return "", ErrNoBinary
+}
