@@ -20,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/dev/mapping"
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
@@ -394,7 +395,7 @@ func TestTemplateStreamFilterSelectsQueuedTickets(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := json.Marshal(rec)
-		got, err := samtest.MatchFilter(pattern, b)
+		got, err := mapping.MatchFilter(pattern, b)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

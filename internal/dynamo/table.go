@@ -103,7 +103,7 @@ const (
 	// TTLEnabled: the table was created and TTL turned on for TTLAttribute.
 	TTLEnabled TTLState = "enabled"
 	// TTLNotEnabled: the table was created but the store refused to turn
-	// TTL on (minidyn does not implement it; on AWS, a missing permission).
+	// TTL on (a store that lacks it; on AWS, a missing permission).
 	// Nothing depends on it: oncecall enforces expiry itself, TTL only
 	// reclaims space.
 	TTLNotEnabled TTLState = "not_enabled"
@@ -283,4 +283,36 @@ func sameIndex(want types.GlobalSecondaryIndex, have types.GlobalSecondaryIndexD
 		return fmt.Errorf("with projection %s %v, not %s %v", hp.ProjectionType, ha, wp.ProjectionType, wa)
 	}
 	return nil
+}
+
+// EnableStream turns on table's stream with the view type viewType (as
+// template.yaml declares it for a stack that delivers) when it is off, and
+// returns the stream's ARN. A stream that is on with another view type is
+// an error: changing it means a new stream.
+func EnableStream(ctx context.Context, api TableAPI, table, viewType string) (string, error) {
+	desc, err := describe(ctx, api, table)
+	if err != nil {
+		return "", err
+	}
+	if desc == nil {
+		return "", fmt.Errorf("dynamo: table %s does not exist", table)
+	}
+	if spec := desc.StreamSpecification; spec != nil && aws.ToBool(spec.StreamEnabled) {
+		if string(spec.StreamViewType) != viewType {
+			return "", fmt.Errorf("dynamo: table %s streams %s, want %s", table, spec.StreamViewType, viewType)
+		}
+		return aws.ToString(desc.LatestStreamArn), nil
+	}
+	if _, err := api.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(table),
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewType(viewType)}}); err != nil {
+		return "", fmt.Errorf("dynamo: enable the stream of %s: %w", table, err)
+	}
+	desc, err = waitActive(ctx, api, table, "", TableReadyTimeout)
+	if err != nil {
+		return "", err
+	}
+	if arn := aws.ToString(desc.LatestStreamArn); arn != "" {
+		return arn, nil
+	}
+	return "", fmt.Errorf("dynamo: table %s reports no stream after enabling it", table)
 }

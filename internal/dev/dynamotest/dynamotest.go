@@ -109,6 +109,22 @@ func New(t testing.TB) *Env {
 // against another endpoint, the default AWS credential chain.
 func NewClient(t testing.TB, endpoint string, counter *dynamo.Counter) *dynamodb.Client {
 	t.Helper()
+	cfg := Config(t)
+	opts := []func(*dynamodb.Options){dynamo.Options(endpoint)}
+	if counter != nil {
+		opts = append(opts, counter.Count())
+	}
+	return dynamodb.NewFromConfig(cfg, opts...)
+}
+
+// Config is the AWS configuration of the store under test, for any client
+// of it (DynamoDB, DynamoDB Streams): static local credentials against the
+// local store; the default AWS credential chain against DYNAMODB_ENDPOINT.
+// Its HTTP client's connections are closed when the test ends, so that a
+// leak check after the tests sees no connection goroutines of finished
+// tests.
+func Config(t testing.TB) aws.Config {
+	t.Helper()
 	cfg := dynamo.LocalConfig(os.Getenv("AWS_REGION"))
 	if External() {
 		var err error
@@ -120,16 +136,10 @@ func NewClient(t testing.TB, endpoint string, counter *dynamo.Counter) *dynamodb
 			cfg.Region = "us-east-1"
 		}
 	}
-	// Its own connections, closed when the test ends, so that a leak check
-	// after the tests sees no connection goroutines of finished tests.
 	hc := dynamo.HTTPClient()
 	cfg.HTTPClient = hc
 	t.Cleanup(hc.CloseIdleConnections)
-	opts := []func(*dynamodb.Options){dynamo.Options(endpoint)}
-	if counter != nil {
-		opts = append(opts, counter.Count())
-	}
-	return dynamodb.NewFromConfig(cfg, opts...)
+	return cfg
 }
 
 func randomHex(n int) string {

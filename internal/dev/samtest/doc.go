@@ -15,9 +15,7 @@
 // service adds to it, and Resolve fills in the references a test stands in
 // for.
 //
-// Allowed lists what an IAM role allows, refusing wildcards; MatchFilter
-// applies a Lambda event filter pattern to an event, as the event source
-// mapping does before invoking a function; CheckBootstrap inspects a
+// Allowed lists what an IAM role allows, refusing wildcards; CheckBootstrap inspects a
 // bootstrap built for provided.al2023 on arm64, and CheckMakeTarget runs a
 // function's Makefile target as `sam build` does and inspects what it made.
 //

@@ -1,4 +1,4 @@
-package samtest
+package mapping
 
 import (
 	"encoding/json"

@@ -1,9 +1,9 @@
-package samtest_test
+package mapping_test
 
 import (
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dev/samtest"
+	"github.com/oncecall/oncecall/internal/dev/mapping"
 )
 
 func TestMatchFilter(t *testing.T) {
@@ -20,17 +20,17 @@ func TestMatchFilter(t *testing.T) {
 		{"a number, not a string", `{"eventName":"INSERT","dynamodb":{"NewImage":{"delivery":{"N":"queued"}}}}`, false},
 		{"value in a list", `{"eventName":["REMOVE","INSERT"],"dynamodb":{"NewImage":{"delivery":{"S":"queued"}}}}`, true},
 	} {
-		got, err := samtest.MatchFilter(pattern, []byte(tc.event))
+		got, err := mapping.MatchFilter(pattern, []byte(tc.event))
 		if err != nil || got != tc.want {
 			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
 		}
 	}
 	// exists
-	got, err := samtest.MatchFilter(`{"dynamodb": {"NewImage": {"attn": [{"exists": false}]}}}`, []byte(`{"dynamodb":{"NewImage":{}}}`))
+	got, err := mapping.MatchFilter(`{"dynamodb": {"NewImage": {"attn": [{"exists": false}]}}}`, []byte(`{"dynamodb":{"NewImage":{}}}`))
 	if err != nil || !got {
 		t.Errorf("exists:false on a missing attribute: %v %v", got, err)
 	}
-	got, err = samtest.MatchFilter(`{"dynamodb": {"NewImage": {"attn": [{"exists": true}]}}}`, []byte(`{"dynamodb":{"NewImage":{}}}`))
+	got, err = mapping.MatchFilter(`{"dynamodb": {"NewImage": {"attn": [{"exists": true}]}}}`, []byte(`{"dynamodb":{"NewImage":{}}}`))
 	if err != nil || got {
 		t.Errorf("exists:true on a missing attribute: %v %v", got, err)
 	}
@@ -42,7 +42,7 @@ func TestMatchFilter(t *testing.T) {
 		`{}`,
 		`[1]`,
 	} {
-		if _, err := samtest.MatchFilter(p, []byte(`{"eventName":"INSERT"}`)); err == nil {
+		if _, err := mapping.MatchFilter(p, []byte(`{"eventName":"INSERT"}`)); err == nil {
 			t.Errorf("pattern %s judged", p)
 		}
 	}
