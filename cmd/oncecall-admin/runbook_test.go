@@ -162,7 +162,7 @@ func (s *server) read(r io.Reader, ready chan<- struct{}) {
 			switch {
 			case e.Msg == "local helpdesk":
 				s.helpdesk = e.URL
-			case strings.HasPrefix(e.Msg, "embedded DynamoDB-compatible store"):
+			case strings.HasPrefix(e.Msg, "local store (dynoxide"):
 				s.store = e.Endpoint
 			case e.Msg == "serving" && !signalled:
 				s.callback = strings.TrimSuffix(e.Callback, "/callback")

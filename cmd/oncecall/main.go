@@ -1,13 +1,17 @@
 // Command oncecall serves the callback locally: POST /callback and
-// GET /functions on 127.0.0.1:3210, backed by an embedded DynamoDB-compatible
-// store on 127.0.0.1:8000 (or by DYNAMODB_ENDPOINT when set). It creates the
+// GET /functions on 127.0.0.1:3210, backed by the local store (dynoxide, a
+// DynamoDB emulator, started on 127.0.0.1:8000), or by DYNAMODB_ENDPOINT when
+// set. It creates the
 // table and the demo users when they are missing. `make run` starts it.
 //
-// With DESTINATION set it also delivers tickets: the same worker code as
-// the deliver Lambda runs in this process, woken by every commit (there is
-// no stream locally) and sweeping every DELIVERY_SWEEP_INTERVAL. Without a
-// DESTINATION_URL (or ZENDESK_SUBDOMAIN) it starts the local helpdesk on
-// 127.0.0.1:8025 and delivers there.
+// With DESTINATION set it also delivers tickets the way AWS does: it turns
+// on the table's stream as template.yaml declares it, reads it as the
+// Lambda event source mapping does (internal/dev/mapping, with the
+// template's batch size, filter, retries and on-failure path) and invokes
+// the deliver function's own handler (internal/stream) with each batch; the
+// sweep runs on the template's schedule, or every DELIVERY_SWEEP_INTERVAL
+// when that is set. Without a DESTINATION_URL (or ZENDESK_SUBDOMAIN) it
+// starts the local helpdesk on 127.0.0.1:8025 and delivers there.
 package main
 
 import (
@@ -52,8 +56,9 @@ const (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
-	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the embedded DynamoDB-compatible store (unused when DYNAMODB_ENDPOINT is set)")
+	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
 	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN)")
+	flag.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
 	flag.Parse()
 	if err := run(*addr, *dbAddr, *hdAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "oncecall:", err)
@@ -98,11 +103,11 @@ func run(addr, dbAddr, hdAddr string) error {
 	if cfg.Endpoint == "" {
 		db, err := localdb.Start(dbAddr)
 		if err != nil {
-			return fmt.Errorf("embedded store on %s: %w (set DYNAMODB_ENDPOINT to use another store)", dbAddr, err)
+			return fmt.Errorf("local store on %s: %w (is another make run still running? or set DYNAMODB_ENDPOINT to use another store)", dbAddr, err)
 		}
 		defer func() { _ = db.Close() }()
 		cfg.Endpoint = db.URL
-		logger.Info("embedded DynamoDB-compatible store (in memory)", "endpoint", db.URL)
+		logger.Info("local store (dynoxide, in memory)", "endpoint", db.URL, "version", localdb.Version)
 	}
 	awsCfg, err := app.AWSConfig(ctx, cfg)
 	if err != nil {
@@ -142,17 +147,18 @@ func run(addr, dbAddr, hdAddr string) error {
 	if err != nil {
 		return err
 	}
-	var notify func(string)
 	if w != nil {
-		// The worker stops before the store and the helpdesk close.
-		wctx, stopWorker := context.WithCancel(ctx)
-		runner := delivery.NewRunner(w, cfg.Delivery.SweepInterval, 0, logger)
-		runner.Start(wctx)
-		defer func() { stopWorker(); runner.Wait() }()
-		notify = runner.Notify
+		// The stream path stops before the store and the helpdesk close.
+		wctx, stopDelivery := context.WithCancel(ctx)
+		wait, err := startDelivery(wctx, cfg, awsCfg, admin, w, logger)
+		if err != nil {
+			stopDelivery()
+			return err
+		}
+		defer func() { stopDelivery(); wait() }()
 		logger.Info("delivering tickets", "destination", cfg.Delivery.Destination, "capabilities", fmt.Sprintf("%+v", w.Destination.Capabilities()))
 	}
-	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w, notify))
+	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w))
 	if err != nil {
 		return err
 	}
@@ -202,7 +208,7 @@ func localHelpdesk(addr string, d *config.Delivery) (*helpdesk.Server, error) {
 	}
 	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps})
 	if err != nil {
-		return nil, fmt.Errorf("local helpdesk on %s: %w (set DESTINATION_URL to deliver elsewhere)", addr, err)
+		return nil, fmt.Errorf("local helpdesk on %s: %w (is another make run still running? or set DESTINATION_URL to deliver elsewhere)", addr, err)
 	}
 	d.URL = hd.URL()
 	if d.Destination == config.DestinationWebhook {

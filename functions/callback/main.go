@@ -45,7 +45,7 @@ func main() {
 			fatal(err)
 		}
 	}
-	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w, nil))
+	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w))
 	if err != nil {
 		fatal(err)
 	}

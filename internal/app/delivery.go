@@ -104,14 +104,14 @@ func Worker(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*deliv
 }
 
 // Outbox is what the callback hands new tickets to when cfg names a
-// destination (nil otherwise): they are queued for it, w (which may be nil
-// without inline attempts) makes the inline first attempts cfg sets, and
-// notify, when not nil, wakes a local runner (on AWS the stream does).
-func Outbox(cfg config.Config, w *delivery.Worker, notify func(string)) *delivery.Outbox {
+// destination (nil otherwise): they are queued for it, and w (which may be
+// nil without inline attempts) makes the inline first attempts cfg sets.
+// The table's stream brings every ticket to the worker, on AWS and locally.
+func Outbox(cfg config.Config, w *delivery.Worker) *delivery.Outbox {
 	if cfg.Delivery.Destination == "" {
 		return nil
 	}
-	return &delivery.Outbox{Name: cfg.Delivery.Destination, Worker: w, Inline: cfg.Delivery.Inline, Notify: notify}
+	return &delivery.Outbox{Name: cfg.Delivery.Destination, Worker: w, Inline: cfg.Delivery.Inline}
 }
 
 // ResolveDestinationSecret fills cfg's destination credentials from Secrets

@@ -7,9 +7,8 @@ import (
 
 // Outbox is what the callback hands each ticket it creates to: it names the
 // destination new tickets are queued for, and once a ticket's transaction
-// has committed it either makes the first attempt itself (Inline) or tells
-// Notify (local runs, which have no stream). On AWS, with neither, the
-// table's stream brings the new ticket to the worker function.
+// has committed it may make the first attempt itself (Inline). Otherwise
+// the table's stream brings the new ticket to the worker function.
 type Outbox struct {
 	// Name is the destination's kind, which new tickets are queued for.
 	Name string
@@ -19,9 +18,6 @@ type Outbox struct {
 	// itself right after the commit. Whatever it does not settle in time is
 	// left to the worker.
 	Inline time.Duration
-	// Notify, when set, is told of each committed ticket that no inline
-	// attempt delivered.
-	Notify func(id string)
 }
 
 // Destination names the destination of new tickets.
@@ -41,9 +37,6 @@ func (o *Outbox) Committed(ctx context.Context, id string) *Record {
 			// What the attempt recorded is what the store now holds.
 			rec = &r
 		}
-	}
-	if o.Notify != nil && (rec == nil || rec.State == Queued) {
-		o.Notify(id)
 	}
 	return rec
 }

@@ -30,8 +30,7 @@ const (
 // Handle looks again after short, growing waits while the lease lives, and
 // when ctx has not the time to see it out, schedules the delivery in the
 // sweep's index for when the lease ends, so a worker that died holding it
-// does not strand it. The stream path and the local runner use it for
-// every ticket they are told of.
+// does not strand it. The stream path uses it for every record it gets.
 func (w *Worker) Handle(ctx context.Context, id string) (Report, error) {
 	pause := heldFirstPause
 	for looks := 1; ; looks++ {

@@ -23,6 +23,9 @@ type Worker interface {
 // MaxConcurrent bounds the records of one batch delivered at once.
 const MaxConcurrent = 8
 
+// removeEvent is the eventName of a stream record for a deleted item.
+const removeEvent = "REMOVE"
+
 // ticketPrefix is the partition key prefix of ticket items.
 const ticketPrefix = "ticket#"
 
@@ -99,6 +102,11 @@ func (h *Handler) Records(ctx context.Context, ev events.DynamoDBEvent) events.D
 	sem := make(chan struct{}, MaxConcurrent)
 	var wg sync.WaitGroup
 	for _, rec := range ev.Records {
+		if rec.EventName == removeEvent {
+			// A deletion (TTL's, or a person's) leaves nothing to deliver;
+			// the template's filter lets none through.
+			continue
+		}
 		id, ok := ticketID(rec)
 		if !ok {
 			continue // not a ticket: the filter lets none through, but a test event might

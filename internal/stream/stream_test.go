@@ -181,3 +181,27 @@ func TestUnknownEvent(t *testing.T) {
 		t.Fatal("an unknown event was accepted")
 	}
 }
+
+// TestTTLRemoveRecordIsIgnored: a TTL deletion reaches the stream as a
+// REMOVE record made by the DynamoDB service. Were it to reach the handler
+// (the template's filter keeps it out), it delivers nothing and fails
+// nothing, even for a ticket still queued.
+func TestTTLRemoveRecordIsIgnored(t *testing.T) {
+	f := newFixture(t, delivery.Capabilities{})
+	id := f.queue(t)
+	rec := record(id, 1)
+	rec.EventName = "REMOVE"
+	rec.Change.NewImage = nil
+	rec.Change.OldImage = map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("ticket#" + id)}
+	rec.UserIdentity = &events.DynamoDBUserIdentity{Type: "Service", PrincipalID: "dynamodb.amazonaws.com"}
+	out := f.handle(t, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	if r, ok := out.(events.DynamoDBEventResponse); !ok || len(r.BatchItemFailures) != 0 {
+		t.Fatalf("answer %+v", out)
+	}
+	if n := f.hd.Counts().CreateRequests; n != 0 {
+		t.Fatalf("a REMOVE record sent %d creates", n)
+	}
+	if d, err := f.store.Delivery(context.Background(), id); err != nil || d == nil || d.State != delivery.Queued || d.Attempts != 0 {
+		t.Fatalf("delivery after a REMOVE record: %+v, %v; want queued, untouched", d, err)
+	}
+}

@@ -112,7 +112,7 @@ func (s *Server) read(r io.Reader, ready chan<- error) {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(e.Msg, "embedded DynamoDB-compatible store"):
+		case strings.HasPrefix(e.Msg, "local store (dynoxide"):
 			s.Endpoint = e.Endpoint
 		case e.Msg == "serving":
 			s.URL, s.Table = strings.TrimSuffix(e.Callback, "/callback"), e.Table
