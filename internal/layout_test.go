@@ -39,7 +39,7 @@ var rooms = []struct {
 		"internal/apigw", "internal/httpapi", "internal/stream", "internal/dynamo",
 		"internal/delivery/httpsend", "internal/delivery/webhook", "internal/delivery/zendesk",
 	}},
-	{"the wiring", []string{"internal/config", "internal/secret", "internal/metrics", "internal/app"}},
+	{"the wiring", []string{"internal/config", "internal/secret", "internal/metrics", "internal/app", "internal/app/profile"}},
 }
 
 // Imports no room may make at all, by package.

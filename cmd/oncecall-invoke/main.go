@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/app/profile"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/dev/eventset"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
@@ -110,7 +111,7 @@ func run(ctx context.Context, bootstrap, emulator, dbAddr string, names []string
 	defer func() { _ = db.Close() }()
 	cfg := config.Defaults
 	cfg.Endpoint, cfg.Table = db.URL, tableName
-	awsCfg, err := app.AWSConfig(ctx, cfg)
+	awsCfg, err := profile.AWSConfig(ctx, cfg)
 	if err != nil {
 		return false, err
 	}

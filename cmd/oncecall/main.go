@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/app/profile"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
@@ -109,7 +110,7 @@ func run(addr, dbAddr, hdAddr string) error {
 		cfg.Endpoint = db.URL
 		logger.Info("local store (dynoxide, in memory)", "endpoint", db.URL, "version", localdb.Version)
 	}
-	awsCfg, err := app.AWSConfig(ctx, cfg)
+	awsCfg, err := profile.AWSConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}

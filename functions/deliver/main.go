@@ -27,7 +27,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	awsCfg, err := app.AWSConfig(ctx, cfg)
+	awsCfg, err := app.AWSConfig(os.Getenv, cfg)
 	if err != nil {
 		fatal(err)
 	}

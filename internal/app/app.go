@@ -13,7 +13,7 @@ import (
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -66,23 +66,45 @@ func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, outbox
 	return h, nil
 }
 
-// AWSConfig loads the AWS configuration: static local credentials when the
-// endpoint is a loopback address (the embedded store ignores them), the
-// default credential chain otherwise.
-func AWSConfig(ctx context.Context, cfg config.Config) (aws.Config, error) {
+// Environment variables of the Lambda runtime that AWSConfig reads.
+const (
+	envAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	envSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	envSessionToken    = "AWS_SESSION_TOKEN"
+	// envEndpointURL, when set, sends every AWS client to one endpoint,
+	// as the SDK's shared configuration does (sam local and the tests'
+	// stand-in for AWS use it).
+	envEndpointURL = "AWS_ENDPOINT_URL"
+)
+
+// AWSConfig is the AWS configuration of a function: static local
+// credentials when the endpoint is a loopback address (the local store
+// ignores them); otherwise the region cfg names and the credentials Lambda
+// puts in the environment from the function's execution role
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), which is
+// where the SDK's default credential chain would find them on Lambda too,
+// and AWS_ENDPOINT_URL as the SDK's shared configuration reads it.
+// Reading them directly keeps the chain's shared-config, SSO and STS
+// packages out of the bootstrap, and their initialization out of every
+// cold start. Tools that need profiles use internal/app/profile.
+func AWSConfig(getenv func(string) string, cfg config.Config) (aws.Config, error) {
 	if IsLoopback(cfg.Endpoint) {
 		return dynamo.LocalConfig(cfg.Region), nil
 	}
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(dynamo.BuildableHTTPClient())}
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	c, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("AWS configuration: %w", err)
-	}
-	if c.Region == "" {
+	if cfg.Region == "" {
 		return aws.Config{}, fmt.Errorf("AWS configuration: no region; set %s", config.EnvRegion)
+	}
+	id, key := getenv(envAccessKeyID), getenv(envSecretAccessKey)
+	if id == "" || key == "" {
+		return aws.Config{}, fmt.Errorf("AWS configuration: no credentials in the environment; set %s and %s (Lambda sets them from the function's role)", envAccessKeyID, envSecretAccessKey)
+	}
+	c := aws.Config{
+		Region:      cfg.Region,
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(id, key, getenv(envSessionToken))),
+		HTTPClient:  dynamo.BuildableHTTPClient(),
+	}
+	if v := getenv(envEndpointURL); v != "" {
+		c.BaseEndpoint = aws.String(v)
 	}
 	return c, nil
 }

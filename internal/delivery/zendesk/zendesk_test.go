@@ -236,7 +236,12 @@ func TestNew(t *testing.T) {
 	if err != nil || base != "https://example.zendesk.com" {
 		t.Errorf("BaseURL = %q, %v", base, err)
 	}
-	for _, bad := range []string{"", "Example", "ex.ample", "-x", "x/y", strings.Repeat("a", 64)} {
+	for _, good := range []string{"a", "9", "my-company", "a1-b2", strings.Repeat("a", zendesk.MaxSubdomainLength)} {
+		if _, err := zendesk.BaseURL(good); err != nil {
+			t.Errorf("BaseURL(%q) = %v", good, err)
+		}
+	}
+	for _, bad := range []string{"", "Example", "ex.ample", "-x", "x-", "x_y", "é", "x/y", strings.Repeat("a", zendesk.MaxSubdomainLength+1)} {
 		if _, err := zendesk.BaseURL(bad); err == nil {
 			t.Errorf("BaseURL(%q) accepted", bad)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/app/profile"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
@@ -125,7 +126,7 @@ type outboxFunc func(ctx context.Context, cfg config.Config, store *dynamo.Store
 // startService is StartService for cfg, with the outbox withOutbox builds
 // (none when nil).
 func startService(ctx context.Context, cfg config.Config, withOutbox outboxFunc) (*Service, error) {
-	awsCfg, err := app.AWSConfig(ctx, cfg)
+	awsCfg, err := profile.AWSConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
