@@ -46,6 +46,11 @@ type Proxy struct {
 	mu     sync.Mutex
 	faults map[string][]Fault
 	seen   map[string]int
+
+	// Conflicts, when set, applies DynamoDB's transaction conflict rule
+	// (and, with its LoseRate, loses answers of applied writes) to every
+	// request that no injected fault answers.
+	Conflicts *Conflicts
 }
 
 // NewProxy starts a proxy to target for the duration of the test.
@@ -110,7 +115,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	release := func() {}
+	if p.Conflicts != nil {
+		var cf *Fault
+		if cf, release = p.Conflicts.admit(op, body); cf != nil {
+			writeError(w, *cf)
+			return
+		}
+	}
 	status, header, out := p.forward(r, body)
+	release()
+	if p.Conflicts != nil && p.Conflicts.lose(op, status) {
+		writeError(w, Fault{Error: "InternalServerError", Status: http.StatusInternalServerError})
+		return
+	}
 	if ok && f.AfterCommit {
 		writeError(w, Fault{Error: "InternalServerError", Status: http.StatusInternalServerError})
 		return
