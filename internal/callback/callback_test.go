@@ -11,7 +11,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/loadtest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
@@ -403,16 +402,13 @@ func TestRevocationBeatsTheCache(t *testing.T) {
 
 func TestBusy(t *testing.T) {
 	var proxy *dynamotest.Proxy
-	r := newRig(t, viaProxy(&proxy))
-	faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
-	for i := range faults {
-		faults[i] = dynamotest.Fault{Error: "TransactionCanceledException", Reasons: []string{"None", "TransactionConflict", "None"}}
-	}
-	proxy.Inject("TransactWriteItems", faults...)
+	r := newRig(t, viaProxy(&proxy), withTimeout(busyTimeout))
+	proxy.Inject("TransactWriteItems", repeatFault(dynamotest.Fault{Error: "TransactionCanceledException", Reasons: []string{"None", "TransactionConflict", "None"}}, 10000)...)
 	p := r.call(create("user-a", "r-1", signIn))
 	if p.status != 200 || p.str("status") != "busy" || p.body["retryable"] != true {
 		t.Fatalf("busy: %d %s", p.status, p.raw)
 	}
+	proxy.Clear("TransactWriteItems")
 	if r.tickets() != 0 {
 		t.Fatal("busy wrote a ticket")
 	}

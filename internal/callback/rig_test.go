@@ -54,9 +54,29 @@ type rig struct {
 	logs  *logtest.Buffer
 	now   time.Time
 	mu    sync.Mutex
+	// realSleep makes the store wait out its backoffs (see withRealSleep).
+	realSleep bool
+	// timeout, when set, shortens each request's deadline (withTimeout).
+	timeout time.Duration
 }
 
+// rigOption changes how a rig is built; it returns the store client to
+// use, or nil to keep the one it has.
 type rigOption func(*rig, *dynamotest.Env) dynamo.API
+
+// withTimeout gives every request a deadline of d instead of
+// httpapi.RequestTimeout, for tests that wait it out; the store waits out
+// its backoffs then too, as in production.
+func withTimeout(d time.Duration) rigOption {
+	return func(r *rig, _ *dynamotest.Env) dynamo.API { r.timeout, r.realSleep = d, true; return nil }
+}
+
+// withRealSleep makes the store wait out its backoffs, as it does in
+// production, instead of skipping them: for tests where other requests
+// must run meanwhile (contention).
+func withRealSleep() rigOption {
+	return func(r *rig, _ *dynamotest.Env) dynamo.API { r.realSleep = true; return nil }
+}
 
 // viaProxy routes the store client through a fault-injecting proxy.
 func viaProxy(p **dynamotest.Proxy) rigOption {
@@ -72,11 +92,16 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	r := &rig{t: t, env: env, logs: &logtest.Buffer{}, now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	var api dynamo.API = env.Client
 	for _, o := range opts {
-		api = o(r, env)
+		if a := o(r, env); a != nil {
+			api = a
+		}
 	}
 	logger := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r.store = dynamo.New(api, env.Table, dynamo.WithClock(r.clock),
-		dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }), dynamo.WithLogger(logger))
+	storeOpts := []dynamo.Option{dynamo.WithClock(r.clock), dynamo.WithLogger(logger)}
+	if !r.realSleep {
+		storeOpts = append(storeOpts, dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	}
+	r.store = dynamo.New(api, env.Table, storeOpts...)
 	if _, err := localdb.SeedDemo(context.Background(), r.store); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +111,16 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	}
 	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, r.clock), r.store, logger)
 	r.h.Now = r.clock
-	r.srv = httptest.NewServer(httpapi.New(r.h, ""))
+	var srv http.Handler = httpapi.New(r.h, "")
+	if r.timeout > 0 {
+		inner := srv
+		srv = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			ctx, cancel := context.WithTimeout(req.Context(), r.timeout)
+			defer cancel()
+			inner.ServeHTTP(w, req.WithContext(ctx))
+		})
+	}
+	r.srv = httptest.NewServer(srv)
 	t.Cleanup(r.srv.Close)
 	env.Requests.Reset()
 	return r

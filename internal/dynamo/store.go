@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -31,13 +32,23 @@ type API interface {
 	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-// Retry budget for store calls that fail for contention or throttling.
+// Retry budget of store calls.
 const (
-	// MaxAttempts is how many times one store call is tried in all.
+	// MaxAttempts is how many times one store call is tried in all when it
+	// fails for a server fault or a lost connection.
 	MaxAttempts = 3
 	// BaseBackoff is the upper bound of the first randomized wait; each
-	// later wait doubles it.
+	// later wait doubles it, up to MaxBackoff (exponential backoff with
+	// full jitter).
 	BaseBackoff = 25 * time.Millisecond
+	// MaxBackoff caps one randomized wait.
+	MaxBackoff = 500 * time.Millisecond
+	// MaxBusyAttempts bounds the attempts of a call that meets contention
+	// or throttling when its context has no deadline (the admin tool's
+	// calls); with a deadline, such a call is tried again for as long as
+	// the next wait fits before it. A conflict is not a refusal: the same
+	// request, sent again after a randomized wait, normally succeeds.
+	MaxBusyAttempts = 20
 )
 
 // Store is the DynamoDB-backed store. It is safe for concurrent use.
@@ -110,6 +121,14 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 		if errors.As(err, &tce) {
 			reasons := tce.CancellationReasons
 			switch {
+			case !none(reasons, 0) && !failed(reasons, 0):
+				// The user check was not evaluated (a conflict or
+				// throttling on the user's item): whatever the other
+				// reasons say, nothing is known about this user's right
+				// to the key. Try again, or give up below.
+				if !retryableReasons(reasons[:1]) {
+					return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
+				}
 			case failed(reasons, 0):
 				// Checked before the claim: a revoked user learns nothing
 				// about an existing operation.
@@ -368,12 +387,20 @@ func (s *Store) backoff(ctx context.Context, attempt int, cause error) error {
 		}
 		return sanitize(cause)
 	}
-	if attempt >= MaxAttempts || ctx.Err() != nil {
+	dl, hasDeadline := ctx.Deadline()
+	limit := MaxAttempts
+	if busy(cause) {
+		limit = MaxBusyAttempts
+		if hasDeadline {
+			limit = math.MaxInt
+		}
+	}
+	if attempt >= limit || ctx.Err() != nil {
 		s.logAttempt(ctx, attempt, cause, -1)
 		return spent()
 	}
-	wait := time.Duration(rand.Int64N(int64(BaseBackoff) << (attempt - 1)))
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+	wait := time.Duration(rand.Int64N(int64(backoffCap(attempt))))
+	if hasDeadline && time.Until(dl) < wait {
 		s.logAttempt(ctx, attempt, cause, -1)
 		return spent()
 	}
@@ -382,6 +409,15 @@ func (s *Store) backoff(ctx context.Context, attempt int, cause error) error {
 		return idempotency.ErrBusy
 	}
 	return nil
+}
+
+// backoffCap is the upper bound of the randomized wait after the attempt
+// numbered attempt: BaseBackoff doubled attempt-1 times, at most MaxBackoff.
+func backoffCap(attempt int) time.Duration {
+	if attempt > 16 {
+		return MaxBackoff
+	}
+	return min(MaxBackoff, BaseBackoff<<(attempt-1))
 }
 
 // logAttempt writes the debug line of a failed attempt: the operation, the
@@ -419,6 +455,15 @@ func reasonCodes(reasons []types.CancellationReason) string {
 		codes[i] = aws.ToString(r.Code)
 	}
 	return strings.Join(codes, ",")
+}
+
+// none reports whether action i did not cause the cancellation.
+func none(reasons []types.CancellationReason, i int) bool {
+	if i >= len(reasons) {
+		return false
+	}
+	c := aws.ToString(reasons[i].Code)
+	return c == "None" || c == ""
 }
 
 func failed(reasons []types.CancellationReason, i int) bool {

@@ -267,6 +267,14 @@ func TestPendingIsNeverTakenOver(t *testing.T) {
 	}
 }
 
+func repeatFault(f dynamotest.Fault, n int) []dynamotest.Fault {
+	out := make([]dynamotest.Fault, n)
+	for i := range out {
+		out[i] = f
+	}
+	return out
+}
+
 func TestBusyAfterBoundedRetries(t *testing.T) {
 	conflict := dynamotest.Fault{Error: "TransactionCanceledException", Reasons: []string{"None", "TransactionConflict", "None"}}
 	throttle := dynamotest.Fault{Error: "ThrottlingException"}
@@ -274,7 +282,9 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 		"capacity": {Error: "ProvisionedThroughputExceededException"}} {
 		t.Run(name, func(t *testing.T) {
 			f, proxy := newProxied(t)
-			faults := make([]dynamotest.Fault, dynamo.MaxAttempts)
+			// Without a deadline (the admin tool's calls), contention is
+			// tried dynamo.MaxBusyAttempts times.
+			faults := make([]dynamotest.Fault, dynamo.MaxBusyAttempts)
 			for i := range faults {
 				faults[i] = fault
 			}
@@ -283,14 +293,29 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 			if _, err := f.store.Create(context.Background(), rec, tk, nil); !errors.Is(err, idempotency.ErrBusy) {
 				t.Fatalf("Create = %v, want ErrBusy", err)
 			}
-			if got := proxy.Seen("TransactWriteItems"); got != dynamo.MaxAttempts {
-				t.Errorf("%d attempts, want %d", got, dynamo.MaxAttempts)
+			if got := proxy.Seen("TransactWriteItems"); got != dynamo.MaxBusyAttempts {
+				t.Errorf("%d attempts, want %d", got, dynamo.MaxBusyAttempts)
 			}
 			if f.env.Count(t, "ticket") != 0 {
 				t.Error("a busy claim wrote a ticket")
 			}
+			// With a deadline, until the next wait would pass it: far more
+			// than dynamo.MaxAttempts, and never past it.
+			proxy.Inject("TransactWriteItems", repeatFault(fault, 10000)...)
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			seen, start := proxy.Seen("TransactWriteItems"), time.Now()
+			rec, tk = f.claim("k1")
+			_, err := f.store.Create(ctx, rec, tk, nil)
+			cancel()
+			if !errors.Is(err, idempotency.ErrBusy) || time.Since(start) > time.Second {
+				t.Fatalf("Create with a deadline = %v after %v, want ErrBusy by the deadline", err, time.Since(start))
+			}
+			if got := proxy.Seen("TransactWriteItems") - seen; got <= dynamo.MaxAttempts {
+				t.Errorf("%d attempts within the deadline, want more than %d", got, dynamo.MaxAttempts)
+			}
+			proxy.Clear("TransactWriteItems")
 			// One fault fewer than the budget: the last attempt goes through.
-			proxy.Inject("TransactWriteItems", faults[:dynamo.MaxAttempts-1]...)
+			proxy.Inject("TransactWriteItems", faults[:dynamo.MaxBusyAttempts-1]...)
 			rec, tk = f.claim("k1")
 			if existing, err := f.store.Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
 				t.Fatalf("Create after transient faults = %v, %v", existing, err)
@@ -430,6 +455,38 @@ func TestRevocationWinsOverAClaim(t *testing.T) {
 	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
 	if !errors.Is(err, identity.ErrRevoked) || existing != nil {
 		t.Fatalf("Create = %+v, %v; want ErrRevoked and no record", existing, err)
+	}
+}
+
+// TestConflictOnTheUserCheckIsNeverAClaim: DynamoDB may cancel a claim with
+// [TransactionConflict, ConditionalCheckFailed, None]: the user check was
+// not evaluated (another transaction held the user's item), so the failed
+// claim beside it says nothing about whether this user may read what holds
+// the key. The store tries again and answers from the user check, never
+// the stored record: a revoked user learns nothing.
+func TestConflictOnTheUserCheckIsNeverAClaim(t *testing.T) {
+	f, proxy := newProxied(t)
+	rec, tk := f.claim("k1")
+	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+		t.Fatal(err)
+	}
+	u := alice
+	u.Active = false
+	if err := f.store.PutUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "TransactionCanceledException",
+		Reasons: []string{"TransactionConflict", "ConditionalCheckFailed", "None"}})
+	rec2, tk2 := f.claim("k1")
+	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
+	if existing != nil {
+		t.Fatalf("Create disclosed the stored record %+v to a revoked user", existing)
+	}
+	if !errors.Is(err, identity.ErrRevoked) {
+		t.Fatalf("Create = %v, want ErrRevoked from the user check tried again", err)
+	}
+	if got := proxy.Seen("TransactWriteItems"); got != 3 {
+		t.Errorf("%d transactions, want 3: the first claim, the conflict, the retry", got)
 	}
 }
 

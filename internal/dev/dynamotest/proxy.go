@@ -74,6 +74,13 @@ func (p *Proxy) Inject(op string, faults ...Fault) {
 	p.mu.Unlock()
 }
 
+// Clear drops the faults still queued for op.
+func (p *Proxy) Clear(op string) {
+	p.mu.Lock()
+	delete(p.faults, op)
+	p.mu.Unlock()
+}
+
 // Seen reports how many requests of op reached the proxy.
 func (p *Proxy) Seen(op string) int {
 	p.mu.Lock()
