@@ -39,6 +39,12 @@ const (
 	attrDeliveredAt = "delivered_at"
 	attrVersion     = "dver"
 	attrAudit       = "audit"
+	// The lease a Lease replaced, and the owner whose Finish was the last
+	// applied: they let a write sent again after its answer was lost
+	// recognize its own effect.
+	attrPrevLeaseOwner = "prev_lease_owner"
+	attrPrevLeaseUntil = "prev_lease_until"
+	attrFinishedBy     = "finished_by"
 )
 
 // indexTimeLayout writes times as strings of one width, so that their order
@@ -170,14 +176,16 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 		TableName:           &s.table,
 		Key:                 ticketKey(id),
 		ConditionExpression: aws.String("#d = :queued AND (attribute_not_exists(#lu) OR #lu < :now) AND (attribute_not_exists(#na) OR #na <= :now)"),
-		UpdateExpression:    aws.String("SET #lo = :owner, #lu = :until, #att = if_not_exists(#att, :zero) + :one, #fs = if_not_exists(#fs, :now), #dv = if_not_exists(#dv, :zero) + :one"),
+		UpdateExpression: aws.String("SET #plo = if_not_exists(#lo, :none), #plu = if_not_exists(#lu, :zero), " +
+			"#lo = :owner, #lu = :until, #att = if_not_exists(#att, :zero) + :one, #fs = if_not_exists(#fs, :now), #dv = if_not_exists(#dv, :zero) + :one"),
 		ExpressionAttributeNames: map[string]string{
 			"#d": attrDelivery, "#lu": attrLeaseUntil, "#na": attrNextAt, "#lo": attrLeaseOwner,
 			"#att": attrAttempts, "#fs": attrFirstSent, "#dv": attrVersion,
+			"#plo": attrPrevLeaseOwner, "#plu": attrPrevLeaseUntil,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":until": msAV(until),
-			":owner": strAV(owner), ":zero": numAV(0), ":one": numAV(1),
+			":owner": strAV(owner), ":zero": numAV(0), ":one": numAV(1), ":none": strAV(""),
 		},
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -189,6 +197,11 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if t, r, ok := ownLease(ccf.Item, owner, until); ok {
+			// This very lease applied and its answer was lost; the
+			// store's retry met it. The lease is ours.
+			return t, r, nil
+		}
 		return ticket.Ticket{}, delivery.Record{}, s.notLeasable(ctx, ccf.Item, id)
 	}
 	if err != nil {
@@ -203,6 +216,32 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 		return ticket.Ticket{}, delivery.Record{}, errors.Join(err, fmt.Errorf("dynamo: leased ticket %s has no delivery", id))
 	}
 	return t, *r, nil
+}
+
+// ownLease recognizes, in the item returned with a failed lease condition,
+// the lease owner took until until (owners are unique per attempt): the
+// item as it is then holds that lease, and the delivery as it was before
+// is rebuilt from it and the lease it replaced, which the lease recorded.
+func ownLease(item map[string]types.AttributeValue, owner string, until time.Time) (ticket.Ticket, delivery.Record, bool) {
+	d := &decoder{item: item}
+	if len(item) == 0 || d.str(attrLeaseOwner, false) != owner || !d.ms(attrLeaseUntil).Equal(until.UTC().Truncate(time.Millisecond)) {
+		return ticket.Ticket{}, delivery.Record{}, false
+	}
+	t, err := decodeTicket(item)
+	if err != nil {
+		return ticket.Ticket{}, delivery.Record{}, false
+	}
+	r, err := decodeDelivery(item)
+	if err != nil || r == nil {
+		return ticket.Ticket{}, delivery.Record{}, false
+	}
+	r.LeaseOwner, r.LeaseUntil = d.str(attrPrevLeaseOwner, false), d.ms(attrPrevLeaseUntil)
+	r.Attempts--
+	r.Version--
+	if d.err != nil {
+		return ticket.Ticket{}, delivery.Record{}, false
+	}
+	return t, *r, true
 }
 
 // notLeasable builds Lease's refusal from the item returned with the failed
@@ -242,7 +281,8 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 		":ms": boolAV(r.MaybeSent), ":ls": msAV(r.LastSent), ":na": msAV(r.NextAt), ":since": msAV(r.Since),
 		":lc": strAV(r.LastCode), ":lst": numAV(int64(r.LastStatus)), ":one": numAV(1),
 	}
-	set := "SET #d = :state, #lo = :none, #lu = :zero, #ms = :ms, #ls = :ls, #na = :na, #since = :since, #lc = :lc, #lst = :lst, #dv = #dv + :one"
+	names["#fb"] = attrFinishedBy
+	set := "SET #d = :state, #lo = :none, #lu = :zero, #fb = :owner, #ms = :ms, #ls = :ls, #na = :na, #since = :since, #lc = :lc, #lst = :lst, #dv = #dv + :one"
 	if r.Reason != "" {
 		names["#reason"], values[":reason"] = attrReason, strAV(r.Reason)
 		set += ", #reason = :reason"
@@ -256,15 +296,22 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 	err := s.retry(ctx, func() error {
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: ticketKey(id),
-			ConditionExpression:       aws.String("#lo = :owner"),
-			UpdateExpression:          aws.String(expr),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
+			ConditionExpression:                 aws.String("#lo = :owner"),
+			UpdateExpression:                    aws.String(expr),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		d := &decoder{item: ccf.Item}
+		if d.str(attrFinishedBy, false) == owner && d.str(attrLeaseOwner, false) == "" {
+			// This very Finish applied and its answer was lost; the
+			// store's retry met it, and no lease was taken since.
+			return nil
+		}
 		return delivery.ErrLeaseLost
 	}
 	return err

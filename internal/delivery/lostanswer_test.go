@@ -1,0 +1,66 @@
+package delivery_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/delivery/webhook"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/dynamo"
+)
+
+// TestLostWriteAnswers: the store applies the worker's lease (or its
+// result) and the answer is lost; the store sends the write again, its
+// condition now fails against the worker's own write. That is success, not
+// a lease held by someone else nor a lost lease: against a helpdesk that
+// can neither deduplicate nor be looked up, the ticket ends delivered with
+// one create, never uncertain.
+func TestLostWriteAnswers(t *testing.T) {
+	for name, lost := range map[string][]dynamotest.Fault{
+		"lease":  {{AfterCommit: true}},
+		"finish": {{}, {AfterCommit: true}},
+		"both":   {{AfterCommit: true}, {}, {AfterCommit: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := dynamotest.New(t)
+			proxy := dynamotest.NewProxy(t, env.Endpoint)
+			store := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), env.Table, dynamo.WithClock(func() time.Time { return t0 }),
+				dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
+			r := &rig{t: t, env: env, store: store, now: t0}
+			seed(t, store)
+			caps := delivery.Capabilities{}
+			hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps, Now: r.clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = hd.Close() })
+			dest, err := webhook.New(hd.WebhookURL(), webhook.Options{Capabilities: caps, Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(dest.CloseIdleConnections)
+			r.w = &delivery.Worker{Store: store, Destination: dest, Policy: policy, Now: r.clock, Rand: maxDelay}
+			id := r.ticket()
+			proxy.Inject("UpdateItem", lost...)
+			rep := r.deliver(id)
+			if rep.Outcome != delivery.OutcomeDelivered {
+				t.Fatalf("outcome %s, want delivered", rep.Outcome)
+			}
+			if d := r.record(id); d.State != delivery.Delivered || d.MaybeSent || d.Attempts != 1 || d.LeaseOwner != "" {
+				t.Fatalf("delivery %+v", d)
+			}
+			if n := hd.Counts().CreateRequests; n != 1 {
+				t.Fatalf("%d creates at the helpdesk, want 1", n)
+			}
+			// Nothing is left for the sweep, and a stream record coming
+			// again sends nothing.
+			r.advance(time.Hour)
+			if rep := r.deliver(id); rep.Outcome != delivery.OutcomeSkipped || hd.Counts().CreateRequests != 1 {
+				t.Fatalf("a later attempt: %s, %d creates", rep.Outcome, hd.Counts().CreateRequests)
+			}
+		})
+	}
+}
