@@ -99,9 +99,21 @@ func New(t testing.TB) *Env {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, _ = e.Client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(e.Table)})
+		e.CheckAskedCapacity(t)
 	})
 	e.Requests.Reset()
 	return e
+}
+
+// CheckAskedCapacity fails t if any request counted in Requests since the
+// test began was of an operation that takes ReturnConsumedCapacity and its
+// body did not ask for INDEXES. New runs it when the test ends, so every
+// store test checks every request it made.
+func (e *Env) CheckAskedCapacity(t testing.TB) {
+	t.Helper()
+	if un := e.Requests.Unasked(); len(un) > 0 {
+		t.Errorf("requests sent without \"ReturnConsumedCapacity\":\"INDEXES\", per operation: %v", un)
+	}
 }
 
 // NewClient returns an SDK client for endpoint, counting into counter (may
