@@ -292,10 +292,11 @@ func createdRows(run *capacityRun, c *Client, url, side, table, prefix string, n
 	return ids, err
 }
 
-// deliveryRows measures the worker's attempts, as the stream path makes
-// them (Worker.Handle): a first attempt that delivers, the same record
-// again, an attempt the helpdesk refuses for now and its retry, one it
-// refuses for good, and a sweep.
+// deliveryRows measures the worker's attempts, as the stream path and the
+// sweep make them (Worker.Handle, Worker.Sweep): a first attempt that
+// delivers, the same record again, an attempt the helpdesk refuses for now,
+// the sweep that retries and delivers, later retries refused again and for
+// good.
 func deliveryRows(ctx context.Context, run *capacityRun, w *delivery.Worker, hd *helpdesk.Server, c *Client, url string, ids []string, advance func(time.Duration)) error {
 	const side, table = "oncecall, webhook destination", capacityDestTable
 	handle := func(id string, want string) error {
@@ -338,7 +339,7 @@ func deliveryRows(ctx context.Context, run *capacityRun, w *delivery.Worker, hd 
 		return err
 	}
 	advance(time.Hour) // every retry is due
-	if err := run.measure(side, "sweep with due retries: their attempts, delivered (leave the attention index), and the backlog queries", table, 1, func() error {
+	if err := run.measure(side, "sweep with the retries above due: their attempts, delivered (leave the attention index), and the backlog queries", table, 1, func() error {
 		rep, err := w.Sweep(ctx)
 		if err == nil && rep.Due != len(ids)-half {
 			err = fmt.Errorf("sweep found %d due, want %d", rep.Due, len(ids)-half)
@@ -353,10 +354,11 @@ func deliveryRows(ctx context.Context, run *capacityRun, w *delivery.Worker, hd 
 	}); err != nil {
 		return err
 	}
-	// Tickets the helpdesk refuses for good, for the admin rows.
-	var failed []string
+	// Tickets retried twice, then refused for good (the admin rows settle
+	// one of them).
+	var later []string
 	for i := range 2 {
-		reply, _, err := c.Post(url, CreateBody("user-a", fmt.Sprintf("capd-failed-%d", i)))
+		reply, _, err := c.Post(url, CreateBody("user-a", fmt.Sprintf("capd-later-%d", i)))
 		if err != nil {
 			return err
 		}
@@ -364,9 +366,24 @@ func deliveryRows(ctx context.Context, run *capacityRun, w *delivery.Worker, hd 
 		if reply.Kind() != "created" || id == "" {
 			return fmt.Errorf("create answered %s", reply.Raw)
 		}
-		failed = append(failed, id)
+		later = append(later, id)
+		// 429: certainly not created, so the last refusal ends failed, not
+		// uncertain.
+		if err := hd.Inject(helpdesk.Fault{Kind: helpdesk.RateLimit}); err != nil {
+			return err
+		}
+		if err := handle(id, delivery.OutcomeRetried); err != nil {
+			return err
+		}
 	}
-	return each("delivery attempt, helpdesk answers 422, ends failed (enters the attention index)", failed, delivery.OutcomeFailed, func() error {
+	advance(time.Hour)
+	if err := each("delivery attempt, a later retry answered 429, scheduled again (its attention entry's next_at changes)", later, delivery.OutcomeRetried, func() error {
+		return hd.Inject(helpdesk.Fault{Kind: helpdesk.RateLimit})
+	}); err != nil {
+		return err
+	}
+	advance(time.Hour)
+	return each("delivery attempt, a retry answered 422, ends failed (its attention key changes from queued to failed)", later, delivery.OutcomeFailed, func() error {
 		return hd.Inject(helpdesk.Fault{Kind: helpdesk.FailBefore, Status: 422})
 	})
 }
@@ -494,6 +511,7 @@ func capacityPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "Read and write units as the store's answers report them (`ConsumedCapacity` with `ReturnConsumedCapacity: INDEXES`: the table's units and each index's), summed per kind of call by the counting front before the store; nothing here is computed by hand. The store is dynoxide (crate `dynoxide-rs` %[2]s, reporting itself as `%[1]s`), which computes consumed capacity by DynamoDB's published rules: 1 write unit per KB of an item written (the larger of before and after for an update), 2 for a transactional write, a `ConditionCheck` charged as a write on the item it read; 1 read unit per 4 KB for a strongly consistent read, 2 in a transaction, half for an eventually consistent read or query; index arms charged as the same writes outside a transaction. oncecall asks for `INDEXES` on every request itself (`dynamo.Options`); the Powertools peer's SDK does not ask, so the front adds `\"ReturnConsumedCapacity\":\"INDEXES\"` to each of its requests that lacks it (the last column counts them) and sums its answers the same way. Every row is the average over its calls, one after another, made in this run on this one store (tables `%[3]s`, `%[4]s`, `%[6]s`, `%[5]s`); oncecall's calls are warm (the user cached) but for the first row, the admin commands run once each through `dynamo.Admin`'s methods that the command calls.\n\n",
 		localdb.ReportedVersion, localdb.Version, capacityTable, capacityDestTable, PeerTable, capacityInlineTable)
 	w.WriteString("An answer with an error (a cancelled transaction, a failed condition) carries no `ConsumedCapacity`, on this store as on DynamoDB, so such a request counts **0** units here; the column \"answers without capacity\" says how many there were. DynamoDB's documentation says a conditional write whose condition fails still consumes write units, and does not say how a cancelled transaction is billed: those requests may cost more on your bill than this table shows.\n\n")
+	w.WriteString("The tickets are `perf.CreateBody`'s (a title, a two-line description, two tags): under 1 KB with their delivery attributes or without, so a destination adds no unit to the created call here; a ticket that its delivery attributes carry over 1 KB costs 2 write units more in the transaction (as `internal/dynamo`'s tests measure) and each update is billed on the whole item. The sweep rows are one sweep each; the first found every retry scheduled above due and delivered it.\n\n")
 	w.WriteString(CapacityTable(r.Rows))
 	if r.Items > 0 {
 		fmt.Fprintf(w, "\n`delivery recover` scans the whole table: its units grow with the table (here %d items).\n", r.Items)
