@@ -75,14 +75,17 @@ func (c *capacityRun) measure(side, call, table string, calls int, f func() erro
 // attempts and admin commands consume, and the Powertools peer's calls, on
 // one store in one run, as the store's answers report them. The Front makes
 // every request ask for INDEXES (oncecall's already do) and sums the
-// answers. Each kind of call is made n times (the admin commands once),
-// one after another.
+// answers. Each kind of call is made n times (n ≥ 2; the admin commands
+// once), one after another; the retry rows use half of them.
 func Capacity(ctx context.Context, o Options, n int) (CapacityResult, error) {
 	return capacity(ctx, o, n, true)
 }
 
 // capacity is Capacity, with the peer's rows only when withPeer.
 func capacity(ctx context.Context, o Options, n int, withPeer bool) (r CapacityResult, err error) {
+	if n < 2 {
+		return r, fmt.Errorf("the capacity run needs at least 2 calls of each kind, not %d", n)
+	}
 	st, err := StartStore()
 	if err != nil {
 		return r, err
@@ -105,7 +108,7 @@ func capacity(ctx context.Context, o Options, n int, withPeer bool) (r CapacityR
 		return r, err
 	}
 	defer func() { _ = svc.Close() }()
-	if err := callRows(run, client, svc.URL, "oncecall, no destination", capacityTable, "cap", n, true); err != nil {
+	if err := callRows(run, client, svc.URL, "oncecall, no destination", capacityTable, "cap", n); err != nil {
 		return r, err
 	}
 
@@ -129,7 +132,7 @@ func capacity(ctx context.Context, o Options, n int, withPeer bool) (r CapacityR
 	if err := deliveryRows(ctx, run, worker, hd, client, dsvc.URL, ids, advance); err != nil {
 		return r, err
 	}
-	if r.Items, err = adminRows(ctx, run, dsvc.Store, ids); err != nil {
+	if r.Items, err = adminRows(ctx, run, ids); err != nil {
 		return r, err
 	}
 
@@ -230,17 +233,14 @@ func inlineRows(ctx context.Context, run *capacityRun, w *delivery.Worker, c *Cl
 	})
 }
 
-// callRows measures created calls, replays and get_ticket on a service;
-// with uncached, first the created call of a user the service has not
-// cached yet.
-func callRows(run *capacityRun, c *Client, url, side, table, prefix string, n int, uncached bool) error {
-	if uncached {
-		if err := run.measure(side, "create_ticket, created, user record not cached (a container's first call of the user)", table, 1, func() error {
-			_, err := c.Expect(url, CreateBody("user-c", prefix+"-cold"), "created")
-			return err
-		}); err != nil {
-			return err
-		}
+// callRows measures the created call of a user the service has not cached
+// yet, then created calls, replays and get_ticket.
+func callRows(run *capacityRun, c *Client, url, side, table, prefix string, n int) error {
+	if err := run.measure(side, "create_ticket, created, user record not cached (a container's first call of the user)", table, 1, func() error {
+		_, err := c.Expect(url, CreateBody("user-c", prefix+"-cold"), "created")
+		return err
+	}); err != nil {
+		return err
 	}
 	_, err := createdRows(run, c, url, side, table, prefix, n)
 	return err
@@ -391,7 +391,7 @@ func deliveryRows(ctx context.Context, run *capacityRun, w *delivery.Worker, hd 
 // adminRows measures, once each, the store methods each oncecall-admin
 // command calls, on the table of the service with a destination, and
 // returns how many items that table holds.
-func adminRows(ctx context.Context, run *capacityRun, store *dynamo.Store, ids []string) (int, error) {
+func adminRows(ctx context.Context, run *capacityRun, ids []string) (int, error) {
 	const side, table = "oncecall-admin", capacityDestTable
 	st := run.st
 	client := st.Client()
