@@ -99,7 +99,6 @@ func New(t testing.TB) *Env {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, _ = e.Client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(e.Table)})
-		e.CheckAskedCapacity(t)
 	})
 	e.Requests.Reset()
 	return e
@@ -107,20 +106,34 @@ func New(t testing.TB) *Env {
 
 // CheckAskedCapacity fails t if any request counted in Requests since the
 // test began was of an operation that takes ReturnConsumedCapacity and its
-// body did not ask for INDEXES. New runs it when the test ends, so every
-// store test checks every request it made.
+// body did not ask for INDEXES. Every client NewClient makes is checked so
+// when its test ends.
 func (e *Env) CheckAskedCapacity(t testing.TB) {
 	t.Helper()
-	if un := e.Requests.Unasked(); len(un) > 0 {
+	checkAsked(t, e.Requests)
+}
+
+func checkAsked(t testing.TB, c *dynamo.Counter) {
+	t.Helper()
+	if c == nil {
+		return
+	}
+	if un := c.Unasked(); len(un) > 0 {
 		t.Errorf("requests sent without \"ReturnConsumedCapacity\":\"INDEXES\", per operation: %v", un)
 	}
 }
 
-// NewClient returns an SDK client for endpoint, counting into counter (may
-// be nil). Against the embedded store it uses static local credentials;
-// against another endpoint, the default AWS credential chain.
+// NewClient returns an SDK client for endpoint, counting into counter (its
+// own when nil). Against the embedded store it uses static local
+// credentials; against another endpoint, the default AWS credential chain.
+// When the test ends it fails the test if the client sent any request that
+// did not ask for its consumed capacity (see CheckAskedCapacity).
 func NewClient(t testing.TB, endpoint string, counter *dynamo.Counter) *dynamodb.Client {
 	t.Helper()
+	if counter == nil {
+		counter = &dynamo.Counter{}
+	}
+	t.Cleanup(func() { checkAsked(t, counter) })
 	cfg := dynamo.LocalConfig(os.Getenv("AWS_REGION"))
 	if External() {
 		var err error
@@ -137,11 +150,7 @@ func NewClient(t testing.TB, endpoint string, counter *dynamo.Counter) *dynamodb
 	hc := dynamo.HTTPClient()
 	cfg.HTTPClient = hc
 	t.Cleanup(hc.CloseIdleConnections)
-	opts := []func(*dynamodb.Options){dynamo.Options(endpoint)}
-	if counter != nil {
-		opts = append(opts, counter.Count())
-	}
-	return dynamodb.NewFromConfig(cfg, opts...)
+	return dynamodb.NewFromConfig(cfg, dynamo.Options(endpoint), counter.Count())
 }
 
 func randomHex(n int) string {
