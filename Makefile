@@ -154,3 +154,11 @@ bench:
 	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer comparison will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"
+
+.PHONY: bench-capacity
+## bench-capacity: only the capacity part (read and write units from the store's answers, oncecall's
+## and the Powertools peer's); replaces that section of BENCHMARKS.md (under a minute)
+bench-capacity:
+	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer's capacity rows will report it"
+	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	./bin/oncecall-bench -only capacity -update -out BENCHMARKS.md -command "make bench-capacity"

@@ -1,8 +1,11 @@
 // Command oncecall-bench runs oncecall's benchmarks and writes BENCHMARKS.md:
 // the Go benchmarks, the floor-ratio runs, the throughput run, the heap run,
 // the cold-start comparison under the Runtime Interface Emulator and the
-// side-by-side run against Powertools for AWS Lambda (TypeScript), and the
-// delivery run against the local helpdesk. `make bench` runs it. Every run is bounded and talks to loopback only.
+// side-by-side run against Powertools for AWS Lambda (TypeScript), the
+// delivery run against the local helpdesk, and the capacity run, which
+// reports the read and write units the store's answers say each kind of
+// call consumed. `make bench` runs it; `-only capacity` runs the capacity
+// run alone. Every run is bounded and talks to loopback only.
 //
 // `oncecall-bench store` serves an embedded store on a loopback port and
 // prints its URL; the heap run uses it to keep the store's memory out of
@@ -29,7 +32,8 @@ func main() {
 	var o perf.Options
 	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to write")
 	flag.StringVar(&o.Command, "command", "make bench", "the command to name in the report")
-	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer,delivery); all when empty")
+	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer,delivery,capacity); all when empty")
+	flag.BoolVar(&o.Update, "update", false, "with -only: replace those parts' sections in the report at -out and keep the rest")
 	flag.IntVar(&o.FloorSamples, "floor-samples", 100, "samples per kind in the floor runs")
 	flag.DurationVar(&o.FloorBudget, "floor-budget", 25*time.Second, "time limit of each floor run")
 	flag.IntVar(&o.Clients, "clients", 4, "concurrent clients of the throughput and peer runs")
@@ -40,6 +44,7 @@ func main() {
 	flag.IntVar(&o.PeerSamples, "peer-samples", 300, "single-client calls per kind in the peer run")
 	flag.StringVar(&o.PeerDir, "peer-dir", "bench/peers", "directory of the Powertools peer (npm ci done)")
 	flag.IntVar(&o.DeliverySamples, "delivery-samples", 200, "tickets created and delivered one after another in the delivery run")
+	flag.IntVar(&o.CapacitySamples, "capacity-samples", 20, "calls of each kind in the capacity run (the admin commands run once)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

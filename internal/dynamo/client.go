@@ -2,6 +2,9 @@ package dynamo
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"sync"
@@ -13,7 +16,9 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // Connection limits of the HTTP client oncecall gives the SDK.
@@ -57,11 +62,14 @@ func tuneTransport(tr *http.Transport) {
 
 // Options configures the SDK client for a Store: the SDK's own retries are
 // off, because the Store spends its own, named, budget (MaxAttempts); every
-// request body is handed to the transport as a copy (see ownBody); and an
-// endpoint, when not empty, replaces AWS's.
+// request whose input has a ReturnConsumedCapacity field asks for INDEXES
+// (see AskCapacity), so every answer says what the call consumed, table and
+// index by index; every request body is handed to the transport as a copy
+// (see ownBody); and an endpoint, when not empty, replaces AWS's.
 func Options(endpoint string) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.RetryMaxAttempts = 1
+		o.APIOptions = append(o.APIOptions, AskCapacity)
 		o.HTTPClient = withOwnBody(o.HTTPClient)
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -83,12 +91,17 @@ func LocalConfig(region string) aws.Config {
 }
 
 // Counter counts the HTTP requests a client sends, retries included, in
-// all and per operation. It is safe for concurrent use.
+// all and per operation; sums, per operation, the capacity the answers
+// report (see Capacity); and notes every request of an operation that takes
+// ReturnConsumedCapacity whose body does not ask for INDEXES. It is safe for
+// concurrent use.
 type Counter struct {
 	n atomic.Int64
 
-	mu  sync.Mutex
-	ops map[string]int64
+	mu      sync.Mutex
+	ops     map[string]int64
+	units   map[string]Capacity
+	unasked map[string]int64
 }
 
 // Load returns the count.
@@ -99,41 +112,90 @@ func (c *Counter) Load() int64 { return c.n.Load() }
 func (c *Counter) Operations() map[string]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.ops))
-	for k, v := range c.ops {
-		out[k] = v
+	return maps.Clone(c.ops)
+}
+
+// Capacity returns, per operation name, the capacity the answers reported
+// since the last Reset.
+func (c *Counter) Capacity() map[string]Capacity {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]Capacity, len(c.units))
+	for k, v := range c.units {
+		out[k] = v.Add(Capacity{})
 	}
 	return out
 }
 
-// Reset sets the counts to zero.
+// Unasked returns, per operation name, how many requests whose operation
+// takes ReturnConsumedCapacity were sent without asking for INDEXES, since
+// the Counter was made: Reset does not clear it, so that a check at the end
+// of a test sees every request.
+func (c *Counter) Unasked() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.unasked)
+}
+
+// Reset sets the counts and the capacity to zero.
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	c.n.Store(0)
 	c.ops = nil
+	c.units = nil
 	c.mu.Unlock()
 }
 
-func (c *Counter) add(op string) {
+func (c *Counter) add(op string, asked bool, got Capacity) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.n.Add(1)
 	if c.ops == nil {
 		c.ops = map[string]int64{}
+		c.units = map[string]Capacity{}
 	}
 	c.ops[op]++
-	c.mu.Unlock()
+	c.units[op] = c.units[op].Add(got)
+	if TakesCapacity(op) && !asked {
+		if c.unasked == nil {
+			c.unasked = map[string]int64{}
+		}
+		c.unasked[op]++
+	}
 }
 
-// Count returns a client option that adds one to c for every request the
-// client sends over the wire.
+// Count returns a client option that, for every request the client sends
+// over the wire, adds one to c, reads the request body for its
+// ReturnConsumedCapacity and adds the capacity of the answer.
 func (c *Counter) Count() func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("oncecallCountRequests",
 				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					c.add(awsmiddleware.GetOperationName(ctx))
-					return next.HandleFinalize(ctx, in)
+					op := awsmiddleware.GetOperationName(ctx)
+					asked := asksIndexes(in.Request)
+					out, md, err := next.HandleFinalize(ctx, in)
+					c.add(op, asked, Consumed(op, consumedOf(out.Result)))
+					return out, md, err
 				}), middleware.After)
 		})
 	}
+}
+
+// asksIndexes reports whether the body of the signed request req says
+// "ReturnConsumedCapacity":"INDEXES". It reads the body and rewinds it.
+func asksIndexes(req any) bool {
+	r, ok := req.(*smithyhttp.Request)
+	if !ok || !r.IsStreamSeekable() || r.GetStream() == nil {
+		return false
+	}
+	body, err := io.ReadAll(r.GetStream())
+	if rerr := r.RewindStream(); err != nil || rerr != nil {
+		return false
+	}
+	var in struct{ ReturnConsumedCapacity string }
+	if json.Unmarshal(body, &in) != nil {
+		return false
+	}
+	return in.ReturnConsumedCapacity == string(types.ReturnConsumedCapacityIndexes)
 }

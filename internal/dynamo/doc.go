@@ -22,4 +22,10 @@
 // the table with both, or adds them to a table that lacks them. Admin is
 // the operator's side of the store (oncecall-admin); the deployed functions
 // never use it.
+//
+// Every request a client built with Options sends asks for
+// ReturnConsumedCapacity INDEXES (AskCapacity), so every answer says what
+// the call consumed on the table and on each index; a Counter sums those
+// answers per operation (Capacity), which is how the benchmarks measure
+// what a call costs instead of computing it.
 package dynamo

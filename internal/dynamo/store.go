@@ -22,7 +22,8 @@ import (
 )
 
 // API is the part of the DynamoDB client the Store uses. *dynamodb.Client
-// implements it.
+// implements it; build it with Options, which also makes every request ask
+// for its consumed capacity.
 type API interface {
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	TransactGetItems(context.Context, *dynamodb.TransactGetItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)

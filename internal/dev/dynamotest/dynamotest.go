@@ -104,17 +104,37 @@ func New(t testing.TB) *Env {
 	return e
 }
 
-// NewClient returns an SDK client for endpoint, counting into counter (may
-// be nil). Against the embedded store it uses static local credentials;
-// against another endpoint, the default AWS credential chain.
+// CheckAskedCapacity fails t if any request counted in Requests since the
+// test began was of an operation that takes ReturnConsumedCapacity and its
+// body did not ask for INDEXES. Every client NewClient makes is checked so
+// when its test ends.
+func (e *Env) CheckAskedCapacity(t testing.TB) {
+	t.Helper()
+	checkAsked(t, e.Requests)
+}
+
+func checkAsked(t testing.TB, c *dynamo.Counter) {
+	t.Helper()
+	if c == nil {
+		return
+	}
+	if un := c.Unasked(); len(un) > 0 {
+		t.Errorf("requests sent without \"ReturnConsumedCapacity\":\"INDEXES\", per operation: %v", un)
+	}
+}
+
+// NewClient returns an SDK client for endpoint, counting into counter (its
+// own when nil). Against the embedded store it uses static local
+// credentials; against another endpoint, the default AWS credential chain.
+// When the test ends it fails the test if the client sent any request that
+// did not ask for its consumed capacity (see CheckAskedCapacity).
 func NewClient(t testing.TB, endpoint string, counter *dynamo.Counter) *dynamodb.Client {
 	t.Helper()
-	cfg := Config(t)
-	opts := []func(*dynamodb.Options){dynamo.Options(endpoint)}
-	if counter != nil {
-		opts = append(opts, counter.Count())
+	if counter == nil {
+		counter = &dynamo.Counter{}
 	}
-	return dynamodb.NewFromConfig(cfg, opts...)
+	t.Cleanup(func() { checkAsked(t, counter) })
+	return dynamodb.NewFromConfig(Config(t), dynamo.Options(endpoint), counter.Count())
 }
 
 // Config is the AWS configuration of the store under test, for any client

@@ -5,8 +5,10 @@
 //
 // Every run talks only to servers it starts on 127.0.0.1, is bounded in
 // calls and in time, and stops what it started. Timings are reported as
-// ratios against a baseline measured in the same run. The store is the
-// embedded minidyn behind a Front that counts requests per table and
-// operation at the store side and, like DynamoDB, returns the old item with
-// a failed condition.
+// ratios against a baseline measured in the same run. The store is
+// dynoxide (internal/dev/localdb) behind a Front that counts requests per
+// table and operation at the store side and sums the capacity the store's
+// answers report. The capacity run (Capacity) reports those units per kind
+// of call, oncecall's and the Powertools peer's, measured on one store in
+// one run.
 package perf

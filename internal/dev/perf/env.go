@@ -210,3 +210,23 @@ func (s *Store) Prune(ctx context.Context, table string) error {
 		start = out.LastEvaluatedKey
 	}
 }
+
+// Count returns how many items table holds, read through the uncounted
+// port.
+func (s *Store) Count(ctx context.Context, table string) (int, error) {
+	client := dynamodb.NewFromConfig(dynamo.LocalConfig("us-east-1"), dynamo.Options(s.adminURL))
+	defer client.Options().HTTPClient.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	n := 0
+	var start map[string]types.AttributeValue
+	for {
+		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: &table, ExclusiveStartKey: start, Select: types.SelectCount})
+		if err != nil {
+			return n, err
+		}
+		n += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return n, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}

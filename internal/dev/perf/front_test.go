@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/goleak"
 
 	"github.com/oncecall/oncecall/internal/dev/localdb"
@@ -63,5 +66,70 @@ func TestQuantile(t *testing.T) {
 	}
 	if (Durations{}).P50() != 0 {
 		t.Error("empty p50")
+	}
+}
+
+// TestFrontSumsCapacityAndAsksForIt checks the capacity figures' source:
+// the front sums what the store's answers report, per table and
+// operation, and makes a request that does not ask for capacity ask, as a
+// peer's SDK may not; oncecall's own requests already ask.
+func TestFrontSumsCapacityAndAsksForIt(t *testing.T) {
+	st, err := StartStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.Front.AskCapacity = true
+	client := st.Client()
+	defer client.Options().HTTPClient.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	ctx := context.Background()
+	const table = "front-capacity"
+	if _, err := dynamo.EnsureTable(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	store := dynamo.New(client, table)
+	if _, err := localdb.SeedDemo(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec, tk := floorCall("k", now)
+	before := st.Front.Capacity()
+	if existing, err := store.Create(ctx, rec, tk, nil); err != nil || existing != nil {
+		t.Fatalf("first claim: %v %v", existing, err)
+	}
+	created := st.Front.Capacity().Since(before, table)["TransactWriteItems"]
+	if created.Requests != 1 || created.Reported != 1 || created.Table.Write <= 0 || created.Indexes[dynamo.LookupIndex].Write <= 0 {
+		t.Errorf("created call: %+v, want table and lookup index write units from the answer", created)
+	}
+	before = st.Front.Capacity()
+	rec, tk = floorCall("k", now)
+	if existing, err := store.Create(ctx, rec, tk, nil); err != nil || existing == nil {
+		t.Fatalf("second claim: %v %v", existing, err)
+	}
+	replay := st.Front.Capacity().Since(before, table)["TransactWriteItems"]
+	if replay.Requests != 1 || replay.Reported != 0 || replay.Total() != (dynamo.Units{}) {
+		t.Errorf("replay: %+v, want one answer without capacity", replay)
+	}
+	if added := st.Front.Added(); len(added) != 0 {
+		t.Errorf("the front added the field to oncecall's requests: %v", added)
+	}
+
+	// A client that does not ask, as the peer's SDK does not.
+	hc := dynamo.HTTPClient()
+	defer hc.CloseIdleConnections()
+	cfg := dynamo.LocalConfig("")
+	cfg.HTTPClient = hc
+	bare := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(st.URL) })
+	before = st.Front.Capacity()
+	out, err := bare.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: "user#user-a"}}})
+	if err != nil || len(out.Item) == 0 {
+		t.Fatalf("GetItem: %v, %d attributes", err, len(out.Item))
+	}
+	if got := st.Front.Added().Since(Counts{}, table); got["GetItem"] != 1 || len(got) != 1 {
+		t.Errorf("added %v, want the one GetItem", got)
+	}
+	if got := st.Front.Capacity().Since(before, table)["GetItem"]; got.Reported != 1 || got.Table.Read != 1 {
+		t.Errorf("GetItem capacity %+v, want 1 read unit from the answer", got)
 	}
 }

@@ -12,6 +12,10 @@ import (
 // Options selects and bounds the runs.
 type Options struct {
 	Out, Command, Only string
+	// Update, with Only, replaces the sections of the parts run in the
+	// report at Out (adding those it lacks) and keeps the rest of it as it
+	// was, instead of writing a new report.
+	Update bool
 
 	FloorSamples int
 	FloorBudget  time.Duration
@@ -27,6 +31,8 @@ type Options struct {
 	PeerDir     string
 
 	DeliverySamples int
+
+	CapacitySamples int
 }
 
 func (o Options) wants(part string) bool {
@@ -59,6 +65,7 @@ func Run(ctx context.Context, o Options) error {
 		{"coldstart", coldStartPart},
 		{"peer", peerPart},
 		{"delivery", deliveryPart},
+		{"capacity", capacityPart},
 	}
 	var doc strings.Builder
 	started := time.Now().UTC()
@@ -66,6 +73,7 @@ func Run(ctx context.Context, o Options) error {
 	var failed []string
 	var summary []string
 	var body strings.Builder
+	var sections []string
 	for _, p := range parts {
 		if !o.wants(p.name) {
 			continue
@@ -80,8 +88,28 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintf(os.Stderr, "oncecall-bench: %s failed: %v\n", p.name, err)
 		}
 		fmt.Fprintf(&w, "\n_Run time: %s._\n\n", time.Since(t).Round(time.Second))
+		if o.Update {
+			sections = append(sections, updated(w.String(), o, started))
+		}
 		body.WriteString(w.String())
 		summary = append(summary, summaryLines(w.String())...)
+	}
+	if o.Update {
+		old, err := os.ReadFile(o.Out)
+		if err != nil {
+			return err
+		}
+		out := string(old)
+		for _, sec := range sections {
+			out = splice(out, sec)
+		}
+		if err := os.WriteFile(o.Out, []byte(out), 0o644); err != nil {
+			return err
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("failed: %s (see %s)", strings.Join(failed, ", "), o.Out)
+		}
+		return nil
 	}
 	fmt.Fprintf(&doc, "# oncecall benchmarks\n\n")
 	fmt.Fprintf(&doc, "Written by `%s` (cmd/oncecall-bench) on %s; every figure below comes from that one run. "+
@@ -179,4 +207,52 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], ", ")
+}
+
+// updated is a part's section sec with a line after its heading saying it
+// comes from a later run than the rest of the report it is spliced into.
+func updated(sec string, o Options, at time.Time) string {
+	note := fmt.Sprintf("_This section was written by `%s` on %s, after the rest of this report: its figures come from that later run, not from the run named at the top._\n\n", o.Command, at.Format("2006-01-02 15:04 UTC"))
+	heading, rest, ok := strings.Cut(sec, "\n\n")
+	if !ok || !strings.HasPrefix(heading, "## ") {
+		return note + sec
+	}
+	return heading + "\n\n" + note + rest
+}
+
+// splice replaces, in doc, the section with sec's heading (its first line
+// that starts with "## ", up to the next such line or the failed-parts
+// line), or, when doc has none, adds sec at the end, before the failed-parts
+// line.
+func splice(doc, sec string) string {
+	heading := ""
+	for _, l := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(l, "## ") {
+			heading = l
+			break
+		}
+	}
+	end := func(from int) int {
+		rest := doc[from:]
+		j := len(rest)
+		if k := strings.Index(rest, "\n## "); k >= 0 {
+			j = k + 1
+		}
+		if k := strings.Index(rest, "\n**Failed parts:**"); k >= 0 && k+1 < j {
+			j = k + 1
+		}
+		return from + j
+	}
+	if i := strings.Index(doc, "\n"+heading+"\n"); heading != "" && i >= 0 {
+		start := i + 1
+		return doc[:start] + sec + doc[end(start+len(heading)):]
+	}
+	at := len(doc)
+	if k := strings.Index(doc, "\n**Failed parts:**"); k >= 0 {
+		at = k + 1
+	}
+	if !strings.HasSuffix(doc[:at], "\n\n") {
+		sec = "\n" + sec
+	}
+	return doc[:at] + sec + doc[at:]
 }
