@@ -161,7 +161,7 @@ func TestDeployedFunctionsCarryNoKit(t *testing.T) {
 		}
 		n++
 		for _, dep := range p.Deps {
-			if strings.HasPrefix(dep, module+"internal/dev/") || strings.Contains(dep, "minidyn") {
+			if strings.HasPrefix(dep, module+"internal/dev/") || strings.Contains(dep, "/localdb") {
 				t.Errorf("%s depends on %s", path, dep)
 			}
 		}

@@ -297,8 +297,9 @@ func TestFunctionsListing(t *testing.T) {
 // creates the ticket, nine are answered with it. DynamoDB may cancel
 // concurrent transactions on one item (TransactionConflict), which
 // oncecall answers busy once its own retries are spent; a busy call is
-// sent again, as the application would, with loadtest's budget (minidyn
-// serializes everything and never answers busy).
+// sent again, as the application would, with loadtest's budget (the local
+// store serializes everything and never answers busy; the conflict rule's
+// own test is TestSeedBurstUnderTheConflictRule).
 func TestConcurrentIdenticalCalls(t *testing.T) {
 	r := newRig(t)
 	const n = 10

@@ -120,8 +120,8 @@ func (a *Admin) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage, 
 		if err != nil {
 			return DeliveryPage{}, err
 		}
-		// A store that does not report ScannedCount (minidyn) still
-		// counts what it returned.
+		// A store that does not report ScannedCount still counts what it
+		// returned.
 		page.Examined += max(int(out.ScannedCount), len(out.Items))
 		for i, item := range out.Items {
 			entries = append(entries, item)

@@ -48,7 +48,8 @@ const (
 )
 
 // indexTimeLayout writes times as strings of one width, so that their order
-// as strings is their order in time (minidyn orders index keys as strings).
+// as strings is their order in time (an index sort key of type S orders them
+// as strings).
 const indexTimeLayout = "2006-01-02T15:04:05.000000000Z"
 
 func indexTime(t time.Time) string { return t.UTC().Format(indexTimeLayout) }

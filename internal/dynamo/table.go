@@ -220,8 +220,8 @@ func addIndexes(ctx context.Context, api TableAPI, table string, desc *types.Tab
 }
 
 // waitActive waits until table, and index when not empty, are ACTIVE and
-// returns the last description. A store that reports no status (minidyn
-// leaves TableStatus empty) counts as active.
+// returns the last description. A store that reports no status (some
+// emulators leave TableStatus empty) counts as active.
 func waitActive(ctx context.Context, api TableAPI, table, index string, timeout time.Duration) (*types.TableDescription, error) {
 	deadline := time.Now().Add(timeout)
 	what := "table " + table
