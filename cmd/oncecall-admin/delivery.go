@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/idempotency"
 )
 
 // Bounds of delivery list.
@@ -314,6 +316,20 @@ func (f *deliveryVersion) Set(s string) error {
 	return nil
 }
 
+// longestDelivery is the horizon of a delivery under the largest settings
+// a deployment accepts: a not-created decision queues the ticket again
+// under a fresh budget, and its operation must outlive that delivery
+// whatever DESTINATION_MAX_AGE and DESTINATION_TIMEOUT the worker has.
+var longestDelivery = delivery.Policy{MaxAge: config.MaxDestMaxAge, Timeout: config.MaxDestTimeout}.Horizon()
+
+// settleKeep is how long a decision keeps its operation at least.
+func settleKeep(as dynamo.SettleAs, keep time.Duration) time.Duration {
+	if as == dynamo.SettleNotCreated {
+		return max(keep, longestDelivery)
+	}
+	return keep
+}
+
 func deliverySettle(fs *flag.FlagSet) action {
 	id := fs.String("ticket", "", "the ticket id (required)")
 	as := fs.String("as", "", "the decision (required): delivered (found in the helpdesk), not-created (not in the helpdesk: send it again under the same key) or abandoned (nothing more is attempted)")
@@ -323,6 +339,7 @@ func deliverySettle(fs *flag.FlagSet) action {
 	helpdeskID := fs.String("helpdesk-id", "", "with -as delivered (required): the ticket's id in the helpdesk")
 	link := fs.String("url", "", "with -as delivered: where a person opens the ticket in the helpdesk")
 	reason := fs.String("reason", "", fmt.Sprintf("why (required with -as abandoned; at most %d bytes): kept on the ticket and in its audit, never logged, never shown to the model", dynamo.MaxSettleReason))
+	keep := fs.Duration("keep", idempotency.DefaultRetention, "keep the ticket's operation at least this long after the decision, so that the same call is answered with it (the stack's Retention); -as not-created keeps it for the longest delivery besides")
 	return action{
 		check: func() error {
 			if err := checkTicketID(*id); err != nil {
@@ -382,6 +399,7 @@ func deliverySettle(fs *flag.FlagSet) action {
 			st := dynamo.Settlement{
 				TicketID: *id, As: settleAs[*as], Expect: delivery.State(*expect), Version: version.v,
 				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Who: who, At: s.tool.now(),
+				Keep: settleKeep(settleAs[*as], *keep),
 			}
 			rec, err := s.admin.Settle(ctx, st)
 			var sc *dynamo.SettleConflict

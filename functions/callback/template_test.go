@@ -14,6 +14,7 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/metrics"
@@ -393,8 +394,8 @@ func TestTemplateCallbackWithADestination(t *testing.T) {
 		return c
 	}
 	inlineOnly := []string{
-		config.EnvInlineTimeout, config.EnvDestinationSecret, config.EnvSettleDelay, config.EnvDestinationTimeout,
-		config.EnvMaxAttempts, config.EnvMaxAge, config.EnvDedupWindow, config.EnvLookup,
+		config.EnvInlineTimeout, config.EnvDestinationSecret, config.EnvSettleDelay,
+		config.EnvMaxAttempts, config.EnvDedupWindow, config.EnvLookup,
 		config.EnvZendeskTenantField, config.EnvZendeskUserField, config.EnvZendeskRequester,
 	}
 
@@ -407,6 +408,15 @@ func TestTemplateCallbackWithADestination(t *testing.T) {
 		if _, ok := env[k]; ok {
 			t.Errorf("%s is set without inline attempts", k)
 		}
+	}
+
+	// Without inline attempts the callback still knows the delivery's
+	// horizon, for which it keeps the operation of a queued ticket: the
+	// same the worker's settings give.
+	params := map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL, "DestinationMaxAge": "72h", "DestinationTimeout": "20s"}
+	c = load(t, deploy(t, params).env(t))
+	if got, want := app.Outbox(c, nil).Horizon, 72*time.Hour+2*20*time.Second+delivery.LeaseMargin+delivery.SettleHorizon; got != want {
+		t.Errorf("the callback's delivery horizon is %v, want %v", got, want)
 	}
 
 	env = deploy(t, map[string]string{"Destination": "zendesk", "ZendeskSubdomain": "acme"}).env(t)

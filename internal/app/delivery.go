@@ -107,11 +107,13 @@ func Worker(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*deliv
 // destination (nil otherwise): they are queued for it, and w (which may be
 // nil without inline attempts) makes the inline first attempts cfg sets.
 // The table's stream brings every ticket to the worker, on AWS and locally.
+// The operation of a queued ticket is kept for the delivery's horizon when
+// that is longer than the retention.
 func Outbox(cfg config.Config, w *delivery.Worker) *delivery.Outbox {
 	if cfg.Delivery.Destination == "" {
 		return nil
 	}
-	return &delivery.Outbox{Name: cfg.Delivery.Destination, Worker: w, Inline: cfg.Delivery.Inline}
+	return &delivery.Outbox{Name: cfg.Delivery.Destination, Worker: w, Inline: cfg.Delivery.Inline, Horizon: Policy(cfg.Delivery).Horizon()}
 }
 
 // ResolveDestinationSecret fills cfg's destination credentials from Secrets

@@ -302,6 +302,16 @@ func (h *Handler) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
 	}
 }
 
+// keep is how long a new operation is kept: the retention, or, for a
+// ticket queued for delivery, as long as its delivery may take when that
+// is longer (Outbox.Keep), so that deduplication outlives delivery.
+func (h *Handler) keep() time.Duration {
+	if h.Outbox != nil {
+		return max(h.Retention, h.Outbox.Keep())
+	}
+	return h.Retention
+}
+
 // storeContext keeps ResponseReserve of the caller's deadline for answering.
 func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok {
@@ -389,7 +399,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, args map[st
 	rec := idempotency.Record{
 		Key: key.ID, UserID: user.ExternalID, Tenant: user.Tenant, Function: fn.Name,
 		State: idempotency.Completed, Fingerprint: key.Fingerprint, TicketID: t.ID,
-		Result: stored, CreatedAt: now, ExpiresAt: now.Add(h.Retention),
+		Result: stored, CreatedAt: now, ExpiresAt: now.Add(h.keep()),
 	}
 
 	out := h.queued(key.ID, t.ID, now)

@@ -19,6 +19,9 @@ type Outbox interface {
 	// returns the delivery as it stands afterwards; nil when it left the
 	// ticket to the worker (still queued).
 	Committed(ctx context.Context, id string) *delivery.Record
+	// Keep is how long the operation of a queued ticket is kept at least,
+	// whatever the retention: as long as its delivery may take.
+	Keep() time.Duration
 }
 
 // queued is the delivery a new ticket is written with: its key derived

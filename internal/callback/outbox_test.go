@@ -165,3 +165,37 @@ func TestInlineKeepsTheDeadlineReserve(t *testing.T) {
 		t.Fatalf("answer %s", ans.Body)
 	}
 }
+
+// TestDeduplicationOutlivesDelivery: with a destination, an operation is
+// kept while its delivery may still be attempted or wait for a person
+// (the delivery horizon: the maximum age, one lease, delivery.SettleHorizon),
+// even when RETENTION is shorter, so that the same call past RETENTION is
+// still the same operation and makes no second ticket nor delivery. Past
+// the horizon the retention window has ended and the call is new.
+func TestDeduplicationOutlivesDelivery(t *testing.T) {
+	r := newOutboxRig(t, delivery.Capabilities{DedupWindow: time.Hour}, 0)
+	r.h.Retention = time.Minute
+	horizon := r.w.Policy.Horizon()
+	r.h.Outbox = &delivery.Outbox{Name: webhook.Name, Worker: r.w, Horizon: horizon}
+	first := r.call(create("user-a", "r-1", signIn))
+	id := first.str("ticket_id")
+	if kind(first) != "created" {
+		t.Fatalf("first %s", first.raw)
+	}
+	rec := r.operation(t, "user-a", "r-1", signIn)
+	if want := r.clock().Add(horizon).Truncate(time.Second); rec == nil || rec.ExpiresAt.Before(want) {
+		t.Fatalf("operation kept until %v, want at least %v (the delivery horizon)", rec.ExpiresAt, want)
+	}
+	r.advance(time.Hour) // past RETENTION, inside the horizon
+	again := r.call(create("user-a", "r-1", signIn))
+	if kind(again) != "deduplicated" || again.str("ticket_id") != id {
+		t.Fatalf("past RETENTION, inside the delivery horizon: %s", again.raw)
+	}
+	if n := r.tickets(); n != 1 {
+		t.Fatalf("%d tickets, want 1", n)
+	}
+	r.advance(horizon)
+	if late := r.call(create("user-a", "r-1", signIn)); kind(late) != "created" || late.str("ticket_id") == id {
+		t.Fatalf("past the horizon: %s", late.raw)
+	}
+}

@@ -18,7 +18,15 @@ type Outbox struct {
 	// itself right after the commit. Whatever it does not settle in time is
 	// left to the worker.
 	Inline time.Duration
+	// Horizon, when longer than the callback's retention, is how long the
+	// operation of a queued ticket is kept instead (Policy.Horizon): its
+	// deduplication outlives its delivery.
+	Horizon time.Duration
 }
+
+// Keep is Horizon: how long the operation of a queued ticket is kept at
+// least.
+func (o *Outbox) Keep() time.Duration { return o.Horizon }
 
 // Destination names the destination of new tickets.
 func (o *Outbox) Destination() string { return o.Name }

@@ -29,6 +29,11 @@ const (
 	// LeaseMargin is added to an attempt's requests to record its result
 	// before the lease ends.
 	LeaseMargin = 10 * time.Second
+	// SettleHorizon is how long a person has, after a delivery's last
+	// possible attempt, to settle it (uncertain or failed) while its
+	// operation still deduplicates: a call repeated meanwhile is answered
+	// with the same ticket, never a second one.
+	SettleHorizon = 7 * 24 * time.Hour
 )
 
 // DefaultPolicy is the Policy used when nothing is configured.
@@ -40,6 +45,12 @@ var DefaultPolicy = Policy{
 // LeaseFor is how long an attempt holds a delivery: a lookup and a create,
 // each bounded by Timeout, and LeaseMargin to record what happened.
 func (p Policy) LeaseFor() time.Duration { return 2*p.Timeout + LeaseMargin }
+
+// Horizon is how long the operation of a ticket queued for delivery is
+// kept at least: the longest its delivery may keep trying (MaxAge since it
+// was queued, and the lease of an attempt begun just before), and then
+// SettleHorizon for a person to settle what the worker could not.
+func (p Policy) Horizon() time.Duration { return p.MaxAge + p.LeaseFor() + SettleHorizon }
 
 // backoff returns the randomized wait after the attempt-th attempt (1 for
 // the first): full jitter under an exponentially growing cap.

@@ -89,6 +89,11 @@ type Settlement struct {
 	Who string
 	// At is when; the zero time means now.
 	At time.Time
+	// Keep is how long after the decision its operation is kept at least
+	// (the deployment's RETENTION; for a delivery queued again, also its
+	// horizon), so that the decision stays the answer to the same call for
+	// that long. Zero leaves the operation's expiry as it is.
+	Keep time.Duration
 }
 
 // ErrNoTicket is returned by Settle for a ticket that does not exist.
@@ -177,20 +182,62 @@ func (a *Admin) Settle(ctx context.Context, s Settlement) (delivery.Record, erro
 		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
+	item := map[string]types.AttributeValue(nil)
+	var r delivery.Record
+	switch {
+	case errors.As(err, &ccf):
+		if r, err = a.settleRefused(ctx, ccf.Item, s, at); err != nil {
+			return delivery.Record{}, err
+		}
+		item = ccf.Item
+	case err != nil:
+		return delivery.Record{}, err
+	default:
+		d, err := decodeDelivery(out.Attributes)
+		if err == nil && d == nil {
+			err = fmt.Errorf("dynamo: settled ticket %s has no delivery", s.TicketID)
+		}
+		if err != nil {
+			return delivery.Record{}, err
+		}
+		r, item = *d, out.Attributes
+	}
+	if s.Keep > 0 {
+		if len(item) == 0 {
+			if item, err = a.store.get(ctx, ticketKey(s.TicketID)); err != nil {
+				return r, err
+			}
+		}
+		if err := a.keepOperation(ctx, item, at.Add(s.Keep)); err != nil {
+			return r, fmt.Errorf("dynamo: the decision is made, but its operation's expiry was not extended (run the same settle again): %w", err)
+		}
+	}
+	return r, nil
+}
+
+// keepOperation extends the expiry of the operation that made the ticket
+// item to until, when it would end sooner. An operation without an expiry,
+// or gone, is left as it is.
+func (a *Admin) keepOperation(ctx context.Context, item map[string]types.AttributeValue, until time.Time) error {
+	op := (&decoder{item: item}).str(attrOpKey, false)
+	if op == "" {
+		return nil
+	}
+	err := a.store.retry(ctx, func() error {
+		_, err := a.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &a.table, Key: opKey(op),
+			ConditionExpression:       aws.String("attribute_exists(#pk) AND #exp < :until"),
+			UpdateExpression:          aws.String("SET #exp = :until"),
+			ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#exp": TTLAttribute},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":until": numAV(until.Unix())},
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return a.settleRefused(ctx, ccf.Item, s, at)
+		return nil // kept as long already, without an expiry, or gone
 	}
-	if err != nil {
-		return delivery.Record{}, err
-	}
-	r, err := decodeDelivery(out.Attributes)
-	if err == nil && r == nil {
-		err = fmt.Errorf("dynamo: settled ticket %s has no delivery", s.TicketID)
-	}
-	if err != nil {
-		return delivery.Record{}, err
-	}
-	return *r, nil
+	return err
 }
 
 // settleInput is the UpdateItem of a settlement made at at.

@@ -432,3 +432,38 @@ func TestDeliveriesOldestFirstPerTenantAndPaged(t *testing.T) {
 		t.Error("a listing scanned the table")
 	}
 }
+
+// TestSettlementKeepsItsOperation: a decision stays the answer to the same
+// call for Keep after it: the operation's expiry is extended to the
+// decision's time plus Keep when it would end sooner, never shortened.
+func TestSettlementKeepsItsOperation(t *testing.T) {
+	o := newOutbox(t)
+	tk := o.ticket(alice, "r-1", t1) // its operation expires at t1 + 24h
+	before := o.move(tk.ID, delivery.Uncertain, t1.Add(time.Minute))
+	at := t1.Add(20 * time.Hour)
+	if _, err := o.admin.Settle(context.Background(), dynamo.Settlement{
+		TicketID: tk.ID, As: dynamo.SettleDelivered, Expect: delivery.Uncertain, Version: before.Version,
+		Receipt: delivery.Receipt{ID: "4711"}, Who: "alice", At: at, Keep: 24 * time.Hour,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := o.store.Operation(context.Background(), tk.OperationKey)
+	if err != nil || rec == nil {
+		t.Fatalf("operation %v, %v", rec, err)
+	}
+	if want := at.Add(24 * time.Hour); !rec.ExpiresAt.Equal(want) {
+		t.Fatalf("operation expires at %v, want %v: the decision's time plus Keep", rec.ExpiresAt, want)
+	}
+
+	other := o.ticket(alice, "r-2", t1)
+	b2 := o.move(other.ID, delivery.Failed, t1.Add(time.Minute))
+	if _, err := o.admin.Settle(context.Background(), dynamo.Settlement{
+		TicketID: other.ID, As: dynamo.SettleAbandoned, Expect: delivery.Failed, Version: b2.Version,
+		Reason: "r", Who: "alice", At: t1.Add(time.Hour), Keep: time.Hour,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := o.store.Operation(context.Background(), other.OperationKey); rec == nil || !rec.ExpiresAt.Equal(t1.Add(24*time.Hour)) {
+		t.Fatalf("a shorter Keep changed the expiry: %+v", rec)
+	}
+}
