@@ -116,9 +116,9 @@ stress:
 		-destination $(STRESS_DESTINATION) -fault-rate $(STRESS_FAULT_RATE)
 
 # ---- SAM application: build for `sam build`, local invokes -------------------
-# `sam build` runs build-CallbackFunction and, when the stack has a
-# destination, build-DeliverFunction (template.yaml: BuildMethod makefile) in
-# a copy of this folder with ARTIFACTS_DIR set: the arm64 bootstrap that
+# `sam build` runs build-CallbackFunction and build-DeliverFunction
+# (template.yaml: BuildMethod makefile; SAM CLI builds every function,
+# whatever its Condition) with ARTIFACTS_DIR set: the arm64 bootstrap that
 # provided.al2023 runs, static, stripped, without the RPC shim.
 ARTIFACTS_DIR ?= bin/sam
 RIE_BIN       := bin/aws-lambda-rie
@@ -162,3 +162,88 @@ bench-capacity:
 	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer's capacity rows will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -only capacity -update -out BENCHMARKS.md -command "make bench-capacity"
+
+# ---- the real SAM CLI: validate, build, generated event shapes -------------
+# `make sam-check` runs AWS's own SAM CLI (aws-sam-cli from PyPI, pinned) on
+# the application: `sam validate --lint`, `sam build` of both functions
+# (BuildMethod makefile: the build-* targets above, no container), and
+# `sam local generate-event` for the three event kinds of events/, compared
+# with the goldens the Go tests check every sample event against. The CLI is
+# installed once into a virtualenv in .tools/sam (git ignores .tools/), by
+# pip, on first use; the build goes to .aws-sam/check (ignored too).
+# `make sam-goldens` rewrites the goldens from the pinned CLI (after a
+# version bump).
+PYTHON        ?= python3
+SAM_VERSION   := 1.170.0
+SAM_REPORTS   := SAM CLI, version $(SAM_VERSION)
+SAM_ROOT      := $(CURDIR)/.tools/sam
+SAM           := $(SAM_ROOT)/bin/sam
+SAM_STAMP     := $(SAM_ROOT)/installed-$(SAM_VERSION)
+SAM_BUILD_DIR := $(CURDIR)/.aws-sam/check
+SAM_GOLDENS   := internal/dev/samtest/testdata/generated
+# No usage reports leave the machine, and no update check is made.
+SAM_ENV       := SAM_CLI_TELEMETRY=0 SAM_CLI_DISABLE_UPDATE_CHECK=1
+# The golden file of each event kind and the command that generates it.
+SAM_EVENTS    := http-api:apigateway/http-api-proxy dynamodb-stream:dynamodb/update scheduled:cloudwatch/scheduled-event
+
+.PHONY: sam sam-check sam-goldens
+
+## sam: install the pinned SAM CLI into .tools/sam (once; about a minute)
+sam: $(SAM_STAMP)
+
+$(SAM_STAMP):
+	@command -v $(PYTHON) >/dev/null || { echo "make: the SAM CLI needs Python 3 with venv and pip ($(PYTHON))"; exit 2; }
+	@echo "== installing the SAM CLI: aws-sam-cli $(SAM_VERSION) from PyPI into a virtualenv in $(SAM_ROOT) (once)"
+	rm -rf $(SAM_ROOT)
+	$(PYTHON) -m venv $(SAM_ROOT)
+	$(SAM_ROOT)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION)
+	@test "$$($(SAM_ENV) $(SAM) --version)" = "$(SAM_REPORTS)" || { echo "make: $(SAM) reports '$$($(SAM_ENV) $(SAM) --version)', want '$(SAM_REPORTS)'"; exit 1; }
+	@touch $@
+
+# sam-generate writes, into the folder $(1), what the pinned CLI's
+# `sam local generate-event` gives for each kind in SAM_EVENTS, and a README
+# saying so.
+define sam-generate
+	mkdir -p $(1)
+	@printf '%s\n' \
+		'What `sam local generate-event` of aws-sam-cli $(SAM_VERSION) gives, unchanged:' \
+		'`make sam-goldens` writes these files, `make sam-check` fails if the CLI gives' \
+		'anything else, and internal/dev/samtest checks every sample event in events/' \
+		'against the shape of its kind.' '' >$(1)/README.md
+	@set -e; for e in $(SAM_EVENTS); do \
+		name=$${e%%:*}; cmd=$${e#*:}; cmd=$${cmd%%/*}' '$${cmd#*/}; \
+		printf -- '- %s.json: `sam local generate-event %s`\n' "$$name" "$$cmd" >>$(1)/README.md; \
+		echo "$(SAM) local generate-event $$cmd > $(1)/$$name.json"; \
+		$(SAM_ENV) $(SAM) local generate-event $$cmd >$(1)/$$name.json; \
+	done
+endef
+
+## sam-check: the real SAM CLI (installed on first use) on the application: `sam validate --lint`,
+## `sam build` of both functions into .aws-sam/check, `sam local generate-event` against the committed goldens
+sam-check: $(SAM_STAMP)
+	@echo "== sam validate --lint: cfn-lint on the template after the SAM transform"
+	$(SAM_ENV) $(SAM) validate --lint --template template.yaml
+	@echo "== sam build: both functions by their Makefile targets, in this folder, no container, into $(SAM_BUILD_DIR)"
+	rm -rf $(SAM_BUILD_DIR)
+	$(SAM_ENV) $(SAM) build --template template.yaml --build-dir $(SAM_BUILD_DIR)/build \
+		--cache-dir $(SAM_BUILD_DIR)/cache --build-in-source --no-cached
+	@# The CLI builds every function of the template whatever its Condition
+	@# (DeliverFunction has HasDestination, false by default): no parameter
+	@# overrides are needed. Should a later CLI skip it, this fails.
+	@set -e; mod=$$($(GO) list -m); for f in CallbackFunction:callback DeliverFunction:deliver; do \
+		b=$(SAM_BUILD_DIR)/build/$${f%%:*}/bootstrap; \
+		test -x $$b || { echo "make: sam build made no $$b"; exit 1; }; \
+		info=$$($(GO) version -m $$b); \
+		echo "$$info" | grep -Eq "^[[:space:]]path[[:space:]]+$$mod/functions/$${f#*:}$$" || { echo "make: $$b is not functions/$${f#*:}:"; echo "$$info"; exit 1; }; \
+		echo "$$info" | grep -Eq "^[[:space:]]build[[:space:]]+GOARCH=arm64$$" || { echo "make: $$b is not built for arm64:"; echo "$$info"; exit 1; }; \
+		echo "$$b: functions/$${f#*:}, linux/arm64"; \
+	done
+	@echo "== sam local generate-event: the event kinds of events/, against $(SAM_GOLDENS)"
+	$(call sam-generate,$(SAM_BUILD_DIR)/generated)
+	@diff -ru $(SAM_GOLDENS) $(SAM_BUILD_DIR)/generated || { echo "make: sam $(SAM_VERSION) generates other events than $(SAM_GOLDENS) holds: after a version bump, make sam-goldens and make test"; exit 1; }
+	@echo "== sam-check: passed (aws-sam-cli $(SAM_VERSION))"
+
+## sam-goldens: rewrite internal/dev/samtest/testdata/generated from the pinned SAM CLI
+sam-goldens: $(SAM_STAMP)
+	rm -rf $(SAM_GOLDENS)
+	$(call sam-generate,$(SAM_GOLDENS))

@@ -26,6 +26,13 @@
 // records every request, which DynamoGrants turns into the IAM grants they
 // need.
 //
+// CompareShape compares a sample event's shape (its member paths and their
+// JSON types, not its values) with an event `sam local generate-event`
+// generated, allowing only the departures its ShapeRules name: members
+// that may be omitted or added, objects whose member names are data
+// (headers) and DynamoDB items. testdata/generated holds the generated
+// events, which `make sam-check` regenerates with the pinned SAM CLI.
+//
 // WithBinaries builds, in a function's TestMain, the function's bootstrap
 // for this machine and the Runtime Interface Emulator; StartEmulator runs
 // that real bootstrap under the emulator with a test's environment.
