@@ -1,4 +1,4 @@
-// Command oncecall serves the callback locally: POST /callback and
+// Command oncecall serves the callback locally: POST /callback, POST /mcp and
 // GET /functions on 127.0.0.1:3210, backed by an embedded DynamoDB-compatible
 // store on 127.0.0.1:8000 (or by DYNAMODB_ENDPOINT when set). It creates the
 // table and the demo users when they are missing. `make run` starts it.
@@ -163,8 +163,10 @@ func run(addr, dbAddr, hdAddr string) error {
 		return err
 	}
 	serving := "http://" + ln.Addr().String()
+	api := httpapi.New(h, cfg.PublicURL)
+	api.MCP = app.MCP(cfg, h)
 	srv := &http.Server{
-		Handler:           httpapi.New(h, cfg.PublicURL),
+		Handler:           api,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -172,7 +174,7 @@ func run(addr, dbAddr, hdAddr string) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("serving", "callback", serving+httpapi.CallbackPath, "functions", serving+httpapi.FunctionsPath, "table", cfg.Table)
+	logger.Info("serving", "callback", serving+httpapi.CallbackPath, "functions", serving+httpapi.FunctionsPath, "mcp", serving+httpapi.MCPPath, "table", cfg.Table)
 	select {
 	case err := <-errc:
 		return err
