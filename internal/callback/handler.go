@@ -63,13 +63,17 @@ const (
 	// OutcomeUnauthorized is a refused nonce, user or function: the 401 and
 	// 403 answers alike.
 	OutcomeUnauthorized = "unauthorized"
-	// OutcomeListed is an answered GET /functions.
+	// OutcomeListed is an answered GET /functions or MCP tools/list.
 	OutcomeListed = "listed"
+	// OutcomeHandshake is an MCP request that calls no function and lists
+	// nothing: initialize, ping, server/discover, a notification.
+	OutcomeHandshake = "handshake"
 )
 
 // Outcomes lists every outcome, for metrics set-up.
 var Outcomes = []string{protocol.StatusCreated, OutcomeDeduplicated, protocol.StatusRejected, protocol.StatusInProgress,
-	protocol.StatusBusy, OutcomeUnauthorized, protocol.StatusError, protocol.StatusFound, protocol.StatusNotFound, OutcomeListed}
+	protocol.StatusBusy, OutcomeUnauthorized, protocol.StatusError, protocol.StatusFound, protocol.StatusNotFound, OutcomeListed,
+	OutcomeHandshake}
 
 // ResponseReserve is kept back from the caller's deadline so that a slow
 // store still leaves time to answer busy instead of being cut off.
@@ -166,6 +170,8 @@ func CallFromRequest(nonce string, req *protocol.Request) Call {
 // entry is the one log line of a call. It never holds the body, the
 // arguments, the nonce, the hook key or a stored result.
 type entry struct {
+	// method is the MCP method of a request that reached no function.
+	method   string
 	function string
 	opKey    string
 	outcome  string
@@ -189,6 +195,16 @@ func (h *Handler) Call(ctx context.Context, r Request) protocol.Answer {
 	}
 	h.finish(ctx, CallbackDoor.Name, start, ans, &e)
 	return ans
+}
+
+// Note records a request a door answered without running a call (an MCP
+// handshake, listing or refused envelope): the same log line and metric
+// as a call's, with outcome (one of Outcomes), the JSON-RPC method, code
+// when it refused, and the HTTP status it answered. start is when the door
+// received it, by h.Now.
+func (h *Handler) Note(ctx context.Context, d Door, start time.Time, method, outcome, code string, status int) {
+	e := entry{method: method, outcome: outcome, code: code}
+	h.finish(ctx, d.Name, start, protocol.Answer{Status: status}, &e)
 }
 
 // Serve serves a call that a door other than the callback decoded: the
@@ -223,6 +239,9 @@ func (h *Handler) finish(ctx context.Context, msg string, start time.Time, ans p
 		slog.String("outcome", e.outcome),
 		slog.Int("status", ans.Status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+	}
+	if e.method != "" {
+		attrs = append(attrs, slog.String("method", e.method))
 	}
 	if e.function != "" {
 		attrs = append(attrs, slog.String("function", e.function))

@@ -30,8 +30,8 @@ const (
 	// EnvMCPTokenSecret names a Secrets Manager secret holding it (AWS).
 	EnvMCPToken       = "MCP_TOKEN"
 	EnvMCPTokenSecret = "MCP_TOKEN_SECRET_ARN"
-	EnvMetrics       = "METRICS"
-	EnvMetricsNS     = "METRICS_NAMESPACE"
+	EnvMetrics        = "METRICS"
+	EnvMetricsNS      = "METRICS_NAMESPACE"
 	// EnvFunctionName is set by Lambda; it names the metrics' dimension.
 	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 )

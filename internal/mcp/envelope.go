@@ -26,12 +26,13 @@ type message struct {
 func (m *message) notification() bool { return m.id == nil }
 
 // decode reads one JSON-RPC message within the callback's body limits. It
-// answers what it refuses: -32700 for what is not JSON, -32600 for what is
-// not a JSON-RPC request, -32602 for params that are not an object.
-func decode(body []byte) (*message, Response, bool) {
+// answers what it refuses, with the code it logs: -32700 for what is not
+// JSON, -32600 for what is not a JSON-RPC request, -32602 for params that
+// are not an object. code is "" for a message it accepts.
+func decode(body []byte) (m *message, res Response, code string) {
 	if len(body) > protocol.MaxBodyBytes {
 		return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, fmt.Sprintf(
-			"the request body is longer than the limit of %d bytes; send shorter arguments", protocol.MaxBodyBytes), nil), false
+			"the request body is longer than the limit of %d bytes; send shorter arguments", protocol.MaxBodyBytes), nil), codeInvalidRequest
 	}
 	doc, err := canonjson.Parse(body, canonjson.Limits{
 		MaxDepth:        protocol.MaxDepth,
@@ -47,33 +48,33 @@ func decode(body []byte) (*message, Response, bool) {
 			}
 			if json.Unmarshal(body, &raw) == nil && validID(raw.ID) {
 				return nil, rpcError(http.StatusOK, raw.ID, CodeInvalidParams, fmt.Sprintf(
-					"a string at %s is longer than %d bytes, the limit for any string; shorten it", clipPath(se.Path), protocol.MaxStringBytes), nil), false
+					"a string at %s is longer than %d bytes, the limit for any string; shorten it", clipPath(se.Path), protocol.MaxStringBytes), nil), codeInvalidParams
 			}
 		}
-		return nil, rpcError(http.StatusBadRequest, nil, CodeParseError, "parse error: "+clipPath(err.Error()), nil), false
+		return nil, rpcError(http.StatusBadRequest, nil, CodeParseError, "parse error: "+clipPath(err.Error()), nil), codeParse
 	}
 	root, ok := doc.(map[string]any)
 	if !ok {
 		if _, batch := doc.([]any); batch {
-			return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "JSON-RPC batches are not accepted; send one request per POST", nil), false
+			return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "JSON-RPC batches are not accepted; send one request per POST", nil), codeInvalidRequest
 		}
-		return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "the body must be one JSON-RPC request object", nil), false
+		return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "the body must be one JSON-RPC request object", nil), codeInvalidRequest
 	}
 	var raw struct {
 		ID json.RawMessage `json:"id"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return nil, rpcError(http.StatusBadRequest, nil, CodeParseError, "parse error: "+clipPath(err.Error()), nil), false
+		return nil, rpcError(http.StatusBadRequest, nil, CodeParseError, "parse error: "+clipPath(err.Error()), nil), codeParse
 	}
-	m := &message{}
+	m = &message{}
 	if _, present := root["id"]; present {
 		if !validID(raw.ID) {
-			return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "id must be a string or an integer", nil), false
+			return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "id must be a string or an integer", nil), codeInvalidRequest
 		}
 		m.id = raw.ID
 	}
 	if v, _ := root["jsonrpc"].(string); v != "2.0" {
-		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, `jsonrpc must be "2.0"`, nil), false
+		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, `jsonrpc must be "2.0"`, nil), codeInvalidRequest
 	}
 	method, present := root["method"]
 	if !present {
@@ -81,12 +82,12 @@ func decode(body []byte) (*message, Response, bool) {
 		_, isError := root["error"]
 		if m.id != nil && (isResult || isError) {
 			// A response to a request this server never sends: accepted.
-			return &message{}, Response{}, true
+			return &message{}, Response{}, ""
 		}
-		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, "method is required", nil), false
+		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, "method is required", nil), codeInvalidRequest
 	}
 	if m.method, ok = method.(string); !ok || m.method == "" {
-		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, "method must be a non-empty string", nil), false
+		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, "method must be a non-empty string", nil), codeInvalidRequest
 	}
 	switch p := root["params"].(type) {
 	case nil:
@@ -94,7 +95,7 @@ func decode(body []byte) (*message, Response, bool) {
 	case map[string]any:
 		m.params = p
 	default:
-		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params must be an object", nil), false
+		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params must be an object", nil), codeInvalidParams
 	}
 	switch meta := m.params["_meta"].(type) {
 	case nil:
@@ -102,9 +103,9 @@ func decode(body []byte) (*message, Response, bool) {
 	case map[string]any:
 		m.meta = meta
 	default:
-		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params._meta must be an object", nil), false
+		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params._meta must be an object", nil), codeInvalidParams
 	}
-	return m, Response{}, true
+	return m, Response{}, ""
 }
 
 // validID reports whether raw is a JSON-RPC id MCP accepts: a string or

@@ -118,41 +118,83 @@ var Door = callback.Door{
 	RequestID: "params._meta." + protocol.RequestIDKey,
 }
 
-// Handle serves one POST /mcp.
+// Handle serves one POST /mcp. Every request gets one log line and metric:
+// a tools/call that reaches the pipeline gets the call's; any other gets
+// one through Note, with its outcome.
 func (s *Server) Handle(ctx context.Context, r Request) Response {
-	if res, ok := s.authorize(r); !ok {
-		return res
+	start := s.h.Now()
+	res, n := s.handle(ctx, r)
+	if n.outcome != "" {
+		s.h.Note(ctx, Door, start, n.method, n.outcome, n.code, res.Status)
 	}
-	msg, res, ok := decode(r.Body)
-	if !ok {
-		return res
+	return res
+}
+
+// note is what Handle records of a request that ran no call; an empty
+// outcome means the pipeline recorded it.
+type note struct {
+	method, outcome, code string
+}
+
+// Outcome codes of refused envelopes, for the log.
+const (
+	codeToken          = "invalid_token"
+	codeParse          = "parse_error"
+	codeInvalidRequest = "invalid_request"
+	codeUnknownMethod  = "method_not_found"
+	codeInvalidParams  = "invalid_params"
+	codeVersion        = "unsupported_protocol_version"
+)
+
+func refused(method, code string) note {
+	return note{method: method, outcome: protocol.StatusRejected, code: code}
+}
+
+func (s *Server) handle(ctx context.Context, r Request) (Response, note) {
+	if res, ok := s.authorize(r); !ok {
+		return res, note{outcome: callback.OutcomeUnauthorized, code: codeToken}
+	}
+	msg, res, code := decode(r.Body)
+	if code != "" {
+		return res, refused("", code)
 	}
 	if msg.notification() {
 		// Notifications (notifications/initialized, cancelled, ...) and
 		// responses need no answer; there is no session to update.
-		return Response{Status: http.StatusAccepted}
+		return Response{Status: http.StatusAccepted}, note{method: msg.method, outcome: callback.OutcomeHandshake}
 	}
 	if v := r.Header(ProtocolVersionHeader); v != "" && !supported(v) {
 		return rpcError(http.StatusBadRequest, msg.id, CodeInvalidRequest,
-			"MCP-Protocol-Version "+clip(v)+" is not supported; use one of "+strings.Join(allVersions(), ", "), nil)
+			"MCP-Protocol-Version "+clip(v)+" is not supported; use one of "+strings.Join(allVersions(), ", "), nil), refused(msg.method, codeVersion)
 	}
 	if res, ok := checkMetaVersion(msg); !ok {
-		return res
+		return res, refused(msg.method, codeVersion)
 	}
 	switch msg.method {
 	case "initialize":
-		return s.initialize(msg)
+		res, ok := s.initialize(msg)
+		if !ok {
+			return res, refused(msg.method, codeInvalidParams)
+		}
+		return res, note{method: msg.method, outcome: callback.OutcomeHandshake}
 	case "ping":
-		return result(msg.id, struct{}{})
+		return result(msg.id, struct{}{}), note{method: msg.method, outcome: callback.OutcomeHandshake}
 	case "server/discover":
-		return s.discover(msg)
+		return s.discover(msg), note{method: msg.method, outcome: callback.OutcomeHandshake}
 	case "tools/list":
-		return result(msg.id, s.toolsList)
+		return result(msg.id, s.toolsList), note{method: msg.method, outcome: callback.OutcomeListed}
 	case "tools/call":
-		return s.call(ctx, r, msg)
+		c, problem := toCall(msg)
+		if problem != "" {
+			return rpcError(http.StatusOK, msg.id, CodeInvalidParams, problem, nil), refused(msg.method, codeInvalidParams)
+		}
+		if c.Nonce == "" {
+			c.Nonce = r.Header(protocol.NonceHeader)
+		}
+		return toResult(msg.id, s.h.Serve(ctx, c)), note{}
 	}
 	return rpcError(http.StatusOK, msg.id, CodeMethodNotFound,
-		"method "+clip(msg.method)+" is not served; oncecall serves initialize, ping, tools/list and tools/call", nil)
+		"method "+clip(msg.method)+" is not served; oncecall serves initialize, ping, tools/list and tools/call", nil), refused(msg.method, codeUnknownMethod)
 }
 
 // authorize checks the bearer token, when one is configured, before
@@ -213,10 +255,11 @@ type capabilities struct {
 // instructions is what initialize tells the host about using the tools.
 const instructions = "create_ticket creates one helpdesk ticket per operation: the application must put the operation's request_id in params._meta.request_id and keep it across retries; a retry with the same request_id returns the same ticket with deduplicated true. get_ticket reads a ticket by the ticket_id create_ticket returned."
 
-func (s *Server) initialize(m *message) Response {
+// initialize answers the handshake; ok is false when it refused params.
+func (s *Server) initialize(m *message) (Response, bool) {
 	v, _ := m.params["protocolVersion"].(string)
 	if v == "" {
-		return rpcError(http.StatusOK, m.id, CodeInvalidParams, "initialize needs params.protocolVersion, a string such as "+Version20251125, nil)
+		return rpcError(http.StatusOK, m.id, CodeInvalidParams, "initialize needs params.protocolVersion, a string such as "+Version20251125, nil), false
 	}
 	if !slices.Contains(LegacyVersions, v) {
 		// The client decides whether it can speak the version offered.
@@ -227,7 +270,7 @@ func (s *Server) initialize(m *message) Response {
 		Capabilities    capabilities   `json:"capabilities"`
 		ServerInfo      implementation `json:"serverInfo"`
 		Instructions    string         `json:"instructions"`
-	}{v, capabilities{}, implementation{ServerName, s.version}, instructions})
+	}{v, capabilities{}, implementation{ServerName, s.version}, instructions}), true
 }
 
 // discover answers 2026-07-28's server/discover, so clients of that

@@ -215,3 +215,39 @@ func TestBearerToken(t *testing.T) {
 	}
 	createTwice(t, r, cs, "token-1")
 }
+
+// TestOneLogLinePerRequest: every request, answered or refused, leaves one
+// log line with its outcome, and no line holds the nonce, the arguments,
+// the user id or the request id.
+func TestOneLogLinePerRequest(t *testing.T) {
+	r := newRig(t, mcp.Options{})
+	secretTitle := "title-not-for-logs"
+	bodies := []struct{ body, outcome, method string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "handshake", "initialize"},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "handshake", "notifications/initialized"},
+		{`{"jsonrpc":"2.0","id":2,"method":"ping"}`, "handshake", "ping"},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "listed", "tools/list"},
+		{`{"jsonrpc":"2.0","id":4,`, "rejected", ""},
+		{`{"jsonrpc":"2.0","id":5,"method":"nope"}`, "rejected", "nope"},
+		{callBody(6, "create_ticket", map[string]any{"title": secretTitle}, rawMeta("user-a", "log-rid-1")), "created", ""},
+		{callBody(7, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "_aiv_nonce", wrongNonce)), "unauthorized", ""},
+		{callBody(8, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "request_id", 5)), "rejected", "tools/call"},
+	}
+	for _, b := range bodies {
+		before := len(strings.Split(strings.TrimSpace(r.logs.String()), "\n"))
+		if r.logs.String() == "" {
+			before = 0
+		}
+		r.post(b.body)
+		lines := strings.Split(strings.TrimSpace(r.logs.String()), "\n")[before:]
+		if len(lines) != 1 || !strings.Contains(lines[0], `"outcome":"`+b.outcome+`"`) || !strings.Contains(lines[0], `"msg":"mcp"`) ||
+			(b.method != "" && !strings.Contains(lines[0], `"method":"`+b.method+`"`)) {
+			t.Errorf("%.60s: log %q, want one line with outcome %s", b.body, lines, b.outcome)
+		}
+	}
+	for _, secret := range []string{validNonce(), wrongNonce, secretTitle, "user-a", "log-rid-1"} {
+		if strings.Contains(r.logs.String(), secret) {
+			t.Errorf("the log holds %q", secret)
+		}
+	}
+}

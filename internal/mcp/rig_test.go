@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/identity"
@@ -43,6 +45,7 @@ func validNonce() string {
 // rig is the local server (internal/httpapi, as make run serves it) over
 // a fresh table seeded with the demo users.
 type rig struct {
+	logs  *logtest.Buffer
 	t     *testing.T
 	env   *dynamotest.Env
 	store *dynamo.Store
@@ -53,7 +56,7 @@ type rig struct {
 func newRig(t *testing.T, o mcp.Options) *rig {
 	t.Helper()
 	env := dynamotest.New(t)
-	r := &rig{t: t, env: env, store: dynamo.New(env.Client, env.Table)}
+	r := &rig{t: t, env: env, store: dynamo.New(env.Client, env.Table), logs: &logtest.Buffer{}}
 	if _, err := localdb.SeedDemo(context.Background(), r.store); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +64,8 @@ func newRig(t *testing.T, o mcp.Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, nil), r.store, nil)
+	logger := slog.New(slog.NewJSONHandler(r.logs, nil))
+	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, nil), r.store, logger)
 	api := httpapi.New(r.h, "")
 	api.MCP = mcp.New(r.h, o)
 	r.srv = httptest.NewServer(api)

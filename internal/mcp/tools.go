@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -70,19 +69,6 @@ func listTools(h *callback.Handler, openWorld bool) json.RawMessage {
 		panic("mcp: tools/list does not encode: " + err.Error())
 	}
 	return b
-}
-
-// call serves tools/call: the envelope becomes a callback.Call, the
-// handler's pipeline answers it, and the answer becomes a tool result.
-func (s *Server) call(ctx context.Context, r Request, m *message) Response {
-	c, msg := toCall(m)
-	if msg != "" {
-		return rpcError(http.StatusOK, m.id, CodeInvalidParams, msg, nil)
-	}
-	if c.Nonce == "" {
-		c.Nonce = r.Header(protocol.NonceHeader)
-	}
-	return toResult(m.id, s.h.Serve(ctx, c))
 }
 
 // toCall maps tools/call params to a callback.Call; msg says what is wrong
