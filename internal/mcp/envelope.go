@@ -41,14 +41,27 @@ func decode(body []byte) (m *message, res Response, code string) {
 	})
 	if err != nil {
 		var se *canonjson.Error
-		if errors.As(err, &se) && errors.Is(err, canonjson.ErrTooLong) {
-			// Valid JSON with an over-long string: answer the request.
+		if errors.As(err, &se) {
+			// Valid JSON-RPC around an unacceptable value: answer the
+			// request. In the arguments the model can correct it, as the
+			// callback says of function.content.
 			var raw struct {
 				ID json.RawMessage `json:"id"`
 			}
 			if json.Unmarshal(body, &raw) == nil && validID(raw.ID) {
-				return nil, rpcError(http.StatusOK, raw.ID, CodeInvalidParams, fmt.Sprintf(
-					"a string at %s is longer than %d bytes, the limit for any string; shorten it", clipPath(se.Path), protocol.MaxStringBytes), nil), codeInvalidParams
+				if underArguments(se.Path) {
+					p := &protocol.Problem{Status: http.StatusOK, Code: protocol.CodeInvalidArguments, Message: fmt.Sprintf(
+						"the arguments are not valid: %s. Send the arguments as one JSON object with unique member names.", clipPath(se.Error()))}
+					if errors.Is(err, canonjson.ErrTooLong) {
+						p.Code, p.Message = protocol.CodeTooLarge, fmt.Sprintf(
+							"a string in %s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipPath(se.Path), protocol.MaxStringBytes)
+					}
+					return nil, toResult(raw.ID, protocol.Refuse(p)), codeInvalidArguments
+				}
+				if errors.Is(err, canonjson.ErrTooLong) {
+					return nil, rpcError(http.StatusOK, raw.ID, CodeInvalidParams, fmt.Sprintf(
+						"a string at %s is longer than %d bytes, the limit for any string; shorten it", clipPath(se.Path), protocol.MaxStringBytes), nil), codeInvalidParams
+				}
 			}
 		}
 		return nil, rpcError(http.StatusBadRequest, nil, CodeParseError, "parse error: "+clipPath(err.Error()), nil), codeParse
@@ -106,6 +119,13 @@ func decode(body []byte) (m *message, res Response, code string) {
 		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params._meta must be an object", nil), codeInvalidParams
 	}
 	return m, Response{}, ""
+}
+
+// argumentsPath is where a tools/call carries the arguments.
+const argumentsPath = "params.arguments"
+
+func underArguments(path string) bool {
+	return path == argumentsPath || strings.HasPrefix(path, argumentsPath+".") || strings.HasPrefix(path, argumentsPath+"[")
 }
 
 // validID reports whether raw is a JSON-RPC id MCP accepts: a string or

@@ -30,6 +30,10 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m, res, code := decode(body)
+		if code == codeInvalidArguments {
+			checkToolError(t, res)
+			return
+		}
 		if code != "" {
 			checkError(t, res)
 			return
@@ -88,5 +92,23 @@ func checkError(t *testing.T, res Response) {
 	}
 	if len(e.Error.Message) > maxMessageBytes || !utf8.ValidString(e.Error.Message) || e.Error.Message == "" {
 		t.Fatalf("message of %d bytes, valid UTF-8 %v: %.80q", len(e.Error.Message), utf8.ValidString(e.Error.Message), e.Error.Message)
+	}
+}
+
+// checkToolError checks an isError result for arguments that are not
+// acceptable JSON.
+func checkToolError(t *testing.T, res Response) {
+	t.Helper()
+	var r struct {
+		Result struct {
+			Content []struct{ Text string }
+			IsError bool
+		}
+	}
+	if err := json.Unmarshal(res.Body, &r); err != nil || res.Status != http.StatusOK || !r.Result.IsError || len(r.Result.Content) != 1 {
+		t.Fatalf("arguments refusal %d %q is not an isError result", res.Status, res.Body)
+	}
+	if text := r.Result.Content[0].Text; len(text) > maxMessageBytes || !utf8.ValidString(text) {
+		t.Fatalf("text of %d bytes, valid UTF-8 %v", len(text), utf8.ValidString(text))
 	}
 }

@@ -143,7 +143,10 @@ const (
 	codeInvalidRequest = "invalid_request"
 	codeUnknownMethod  = "method_not_found"
 	codeInvalidParams  = "invalid_params"
-	codeVersion        = "unsupported_protocol_version"
+	// codeInvalidArguments is the callback's code for arguments that are
+	// not acceptable JSON, answered before the pipeline.
+	codeInvalidArguments = protocol.CodeInvalidArguments
+	codeVersion          = "unsupported_protocol_version"
 )
 
 func refused(method, code string) note {
