@@ -46,14 +46,14 @@ func validNonce() string {
 // a fresh table seeded with the demo users.
 type rig struct {
 	logs  *logtest.Buffer
-	t     *testing.T
+	t     testing.TB
 	env   *dynamotest.Env
 	store *dynamo.Store
 	h     *callback.Handler
 	srv   *httptest.Server
 }
 
-func newRig(t *testing.T, o mcp.Options) *rig {
+func newRig(t testing.TB, o mcp.Options) *rig {
 	t.Helper()
 	env := dynamotest.New(t)
 	r := &rig{t: t, env: env, store: dynamo.New(env.Client, env.Table), logs: &logtest.Buffer{}}
