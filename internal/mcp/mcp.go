@@ -161,14 +161,14 @@ func (s *Server) handle(ctx context.Context, r Request) (Response, note) {
 	if code != "" {
 		return res, refused("", code)
 	}
+	if v := r.Header(ProtocolVersionHeader); v != "" && !supported(v) {
+		return rpcError(http.StatusBadRequest, msg.id, CodeInvalidRequest,
+			"MCP-Protocol-Version "+clip(v)+" is not supported; use one of "+strings.Join(allVersions(), ", "), nil), refused(msg.method, codeVersion)
+	}
 	if msg.notification() {
 		// Notifications (notifications/initialized, cancelled, ...) and
 		// responses need no answer; there is no session to update.
 		return Response{Status: http.StatusAccepted}, note{method: msg.method, outcome: callback.OutcomeHandshake}
-	}
-	if v := r.Header(ProtocolVersionHeader); v != "" && !supported(v) {
-		return rpcError(http.StatusBadRequest, msg.id, CodeInvalidRequest,
-			"MCP-Protocol-Version "+clip(v)+" is not supported; use one of "+strings.Join(allVersions(), ", "), nil), refused(msg.method, codeVersion)
 	}
 	if res, ok := checkMetaVersion(msg); !ok {
 		return res, refused(msg.method, codeVersion)

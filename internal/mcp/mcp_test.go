@@ -223,6 +223,10 @@ func TestJSONRPCErrors(t *testing.T) {
 			t.Errorf("%s: %d %q", body, p.status, p.raw)
 		}
 	}
+	// The header is checked on notifications too.
+	if p := r.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "MCP-Protocol-Version", "1999-01-01"); p.status != http.StatusBadRequest || p.code() != -32600 {
+		t.Errorf("notification with an unsupported version: %d %s", p.status, p.raw)
+	}
 	// initialize with a version not served offers the newest one served.
 	p = r.post(`{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2024-01-01","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	if !strings.Contains(string(p.body.Result), `"protocolVersion":"2025-11-25"`) || string(p.body.ID) != `"a"` {
