@@ -71,7 +71,7 @@ func decode(body []byte) (m *message, res Response, code string) {
 		if _, batch := doc.([]any); batch {
 			return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "JSON-RPC batches are not accepted; send one request per POST", nil), codeInvalidRequest
 		}
-		return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "the body must be one JSON-RPC request object", nil), codeInvalidRequest
+		return nil, rpcError(http.StatusBadRequest, nil, CodeInvalidRequest, "the body must be one JSON-RPC request object: {\"jsonrpc\":\"2.0\",\"id\":…,\"method\":…}", nil), codeInvalidRequest
 	}
 	var raw struct {
 		ID json.RawMessage `json:"id"`
@@ -87,7 +87,7 @@ func decode(body []byte) (m *message, res Response, code string) {
 		m.id = raw.ID
 	}
 	if v, _ := root["jsonrpc"].(string); v != "2.0" {
-		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, `jsonrpc must be "2.0"`, nil), codeInvalidRequest
+		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, `jsonrpc must be "2.0": send {"jsonrpc":"2.0",…}`, nil), codeInvalidRequest
 	}
 	method, present := root["method"]
 	if !present {
@@ -97,7 +97,7 @@ func decode(body []byte) (m *message, res Response, code string) {
 			// A response to a request this server never sends: accepted.
 			return &message{}, Response{}, ""
 		}
-		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, "method is required", nil), codeInvalidRequest
+		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, "method is required: send one JSON-RPC request, such as tools/call", nil), codeInvalidRequest
 	}
 	if m.method, ok = method.(string); !ok || m.method == "" {
 		return nil, rpcError(http.StatusBadRequest, m.id, CodeInvalidRequest, "method must be a non-empty string", nil), codeInvalidRequest
@@ -108,7 +108,7 @@ func decode(body []byte) (m *message, res Response, code string) {
 	case map[string]any:
 		m.params = p
 	default:
-		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params must be an object", nil), codeInvalidParams
+		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params must be an object, such as {\"name\":\"create_ticket\",\"arguments\":{}}", nil), codeInvalidParams
 	}
 	switch meta := m.params["_meta"].(type) {
 	case nil:
@@ -116,7 +116,7 @@ func decode(body []byte) (m *message, res Response, code string) {
 	case map[string]any:
 		m.meta = meta
 	default:
-		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params._meta must be an object", nil), codeInvalidParams
+		return nil, rpcError(http.StatusOK, m.id, CodeInvalidParams, "params._meta must be an object of named values", nil), codeInvalidParams
 	}
 	return m, Response{}, ""
 }

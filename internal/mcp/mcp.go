@@ -227,7 +227,8 @@ func supported(v string) bool {
 func allVersions() []string { return append(slices.Clone(MetaVersions), LegacyVersions...) }
 
 // checkMetaVersion refuses a 2026-07-28 style request whose _meta names a
-// version not served, as SEP-2575 says: the versions served in data.
+// version not served, as the 2026-07-28 revision says: the versions
+// served in data.
 func checkMetaVersion(m *message) (Response, bool) {
 	v, present := m.meta[MetaProtocolVersion]
 	if !present || v == nil {
@@ -240,7 +241,8 @@ func checkMetaVersion(m *message) (Response, bool) {
 	if slices.Contains(MetaVersions, s) {
 		return Response{}, true
 	}
-	return rpcError(http.StatusBadRequest, m.id, CodeUnsupportedProtocolVersion, "protocol version "+clip(s)+" is not supported",
+	return rpcError(http.StatusBadRequest, m.id, CodeUnsupportedProtocolVersion, "protocol version "+clip(s)+" is not supported; send "+
+		strings.Join(MetaVersions, " or ")+", or initialize with "+strings.Join(LegacyVersions, " or "),
 		map[string]any{"supported": MetaVersions, "requested": s}), false
 }
 
