@@ -57,8 +57,7 @@ func (a *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	case method == http.MethodPost && path == mcp.Path:
 		body, ok := decodeBody(ev)
 		if !ok {
-			return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
-				Message: "the body is marked base64 but is not valid base64"})), nil
+			return respondMCP(a.MCP.Unreadable(ctx, "the body is marked base64 but is not valid base64")), nil
 		}
 		return respondMCP(a.MCP.Handle(ctx, mcp.Request{Body: body, Header: func(name string) string {
 			return header(ev.Headers, strings.ToLower(name))

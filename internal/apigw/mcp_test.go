@@ -69,6 +69,11 @@ func TestMCPDoor(t *testing.T) {
 	if n := f.env.Count(t, "ticket"); n != 1 {
 		t.Errorf("%d tickets, want 1", n)
 	}
+	bad := mcpEvent("", auth)
+	bad.Body = "%%%not base64"
+	if res := handle(bad); res.StatusCode != http.StatusBadRequest || !strings.Contains(res.Body, `"code":-32700`) || !strings.Contains(res.Body, "not valid base64") {
+		t.Errorf("bad base64: %d %s", res.StatusCode, res.Body)
+	}
 	// Not a route: the answer names every route served.
 	res = handle(events.APIGatewayV2HTTPRequest{RouteKey: "GET /mcp"})
 	if res.StatusCode != http.StatusNotFound || !strings.Contains(res.Body, apigw.MCPRoute) {

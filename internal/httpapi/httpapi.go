@@ -75,8 +75,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
 		if err != nil {
-			write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
-				Message: "the request body could not be read"}))
+			writeMCP(w, s.MCP.Unreadable(ctx, "the request body could not be read"))
 			return
 		}
 		writeMCP(w, s.MCP.Handle(ctx, mcp.Request{Body: body, Header: func(name string) string {

@@ -130,6 +130,16 @@ func (s *Server) Handle(ctx context.Context, r Request) Response {
 	return res
 }
 
+// Unreadable answers a request whose body the transport could not read
+// (an API Gateway body marked base64 that is not): a -32700 parse error
+// saying why, recorded as Handle records a refusal.
+func (s *Server) Unreadable(ctx context.Context, reason string) Response {
+	start := s.h.Now()
+	res := rpcError(http.StatusBadRequest, nil, CodeParseError, "parse error: "+reason, nil)
+	s.h.Note(ctx, Door, start, "", protocol.StatusRejected, codeParse, res.Status)
+	return res
+}
+
 // note is what Handle records of a request that ran no call; an empty
 // outcome means the pipeline recorded it.
 type note struct {
