@@ -81,7 +81,8 @@ FUZZ_TARGETS := \
 	./internal/protocol:FuzzDecode \
 	./internal/canonjson:FuzzCanonical \
 	./internal/canonjson:FuzzKeyOrder \
-	./internal/nonce:FuzzNonce
+	./internal/nonce:FuzzNonce \
+	./internal/mcp:FuzzEnvelope
 
 .PHONY: fuzz
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)

@@ -1,4 +1,4 @@
-// Command oncecall serves the callback locally: POST /callback and
+// Command oncecall serves the callback locally: POST /callback, POST /mcp and
 // GET /functions on 127.0.0.1:3210, backed by the local store (dynoxide, a
 // DynamoDB emulator, started on 127.0.0.1:8000), or by DYNAMODB_ENDPOINT when
 // set. It creates the
@@ -170,8 +170,10 @@ func run(addr, dbAddr, hdAddr string) error {
 		return err
 	}
 	serving := "http://" + ln.Addr().String()
+	api := httpapi.New(h, cfg.PublicURL)
+	api.MCP = app.MCP(cfg, h)
 	srv := &http.Server{
-		Handler:           httpapi.New(h, cfg.PublicURL),
+		Handler:           api,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -179,7 +181,7 @@ func run(addr, dbAddr, hdAddr string) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("serving", "callback", serving+httpapi.CallbackPath, "functions", serving+httpapi.FunctionsPath, "table", cfg.Table)
+	logger.Info("serving", "callback", serving+httpapi.CallbackPath, "functions", serving+httpapi.FunctionsPath, "mcp", serving+httpapi.MCPPath, "table", cfg.Table)
 	select {
 	case err := <-errc:
 		return err

@@ -371,3 +371,75 @@ func TestHookKeyRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPTokenFromSecretsManager: with McpTokenSecretArn set, the deployed
+// function reads the token at cold start beside the hook key, and every
+// POST /mcp must carry it.
+func TestMCPTokenFromSecretsManager(t *testing.T) {
+	const (
+		mcpSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-mcp-token-AbCdEf"
+		token     = "deployed-mcp-token-0123456789"
+	)
+	db, _ := samtest.StartStore(t, testTable)
+	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + localdb.DemoHookKey + `"}`, mcpSecret: token})
+	env := deployedEnv(t, a)
+	// As the template sets it with the parameter (TestTemplateLeastPrivilege
+	// checks the grant that goes with it).
+	if v := deploy(t, map[string]string{"McpTokenSecretArn": mcpSecret}).env(t)[config.EnvMCPTokenSecret]; v != mcpSecret {
+		t.Fatalf("the template sets %s=%q", config.EnvMCPTokenSecret, v)
+	}
+	env[config.EnvMCPTokenSecret] = mcpSecret
+	e := bins.StartEmulator(t, env)
+
+	m, err := eventset.Load(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := m.Case("mcp_tools_list.json")
+	raw, err := m.Player().Event(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withAuth := func(v string) []byte {
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if v != "" {
+			ev.Headers["authorization"] = v
+		}
+		b, _ := json.Marshal(ev)
+		return b
+	}
+	for i, tc := range []struct {
+		name, auth string
+		status     int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"another token", "Bearer not-" + token, http.StatusUnauthorized},
+		{"the token", "Bearer " + token, http.StatusOK},
+	} {
+		resp := answer(t, invoke(t, e, fmt.Sprintf("mcp-token-%d", i), withAuth(tc.auth)))
+		if resp.StatusCode != tc.status || (tc.status == http.StatusOK) != strings.Contains(resp.Body, `"name":"create_ticket"`) {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, resp.Body, tc.status)
+		}
+	}
+	reads := map[string]bool{}
+	for _, call := range a.Calls() {
+		if call.Target == samtest.GetSecretValue {
+			for _, s := range []string{testSecret, mcpSecret} {
+				if bytes.Contains(call.Body, []byte(s)) {
+					reads[s] = true
+				}
+			}
+		}
+	}
+	if !reads[testSecret] || !reads[mcpSecret] {
+		t.Errorf("secrets read %v, want the hook key's and the MCP token's", reads)
+	}
+	for _, l := range e.Output() {
+		if strings.Contains(l, token) {
+			t.Errorf("the output shows the MCP token: %s", l)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Command callback is the oncecall Lambda function: API Gateway HTTP API
-// (payload 2.0) events in, callback answers out. It only wires: settings,
-// clients, the hook key, the handler and its outbox, lambda.Start.
+// (payload 2.0) events in, callback and MCP answers out. It only wires:
+// settings, clients, the hook key and MCP token, the handler and its
+// outbox, lambda.Start.
 package main
 
 import (
@@ -32,6 +33,9 @@ func main() {
 	if cfg, err = app.ResolveHookKey(ctx, awsCfg, cfg); err != nil {
 		fatal(err)
 	}
+	if cfg, err = app.ResolveMCPToken(ctx, awsCfg, cfg); err != nil {
+		fatal(err)
+	}
 	store := app.Store(awsCfg, cfg, dynamo.WithLogger(logger))
 	// With a destination, new tickets are queued for it; the worker
 	// function delivers them. Only inline first attempts need the
@@ -49,7 +53,9 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	lambda.Start(apigw.New(h, cfg.PublicURL).Handle)
+	api := apigw.New(h, cfg.PublicURL)
+	api.MCP = app.MCP(cfg, h)
+	lambda.Start(api.Handle)
 }
 
 // fatal stops the cold start with the reason on stderr, which Lambda

@@ -11,6 +11,7 @@ import (
 
 	"github.com/awslabs/goformation/v7/cloudformation/lambda"
 
+	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
@@ -121,8 +122,8 @@ func TestTemplateFunction(t *testing.T) {
 		}
 		routes[strings.ToUpper(*h.Method)+" "+*h.Path] = true
 	}
-	if !maps.Equal(routes, map[string]bool{"POST /callback": true, "GET /functions": true}) {
-		t.Errorf("routes = %v, want POST /callback and GET /functions", routes)
+	if want := map[string]bool{apigw.CallbackRoute: true, apigw.FunctionsRoute: true, apigw.MCPRoute: true}; !maps.Equal(routes, want) {
+		t.Errorf("routes = %v, want the ones apigw serves: %v", routes, want)
 	}
 	lg, err := s.Typed.GetLogsLogGroupWithName("CallbackLogGroup")
 	if err != nil || lg.RetentionInDays == nil || *lg.RetentionInDays != 30 {
@@ -188,6 +189,12 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 		if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil {
 			t.Errorf("Retention=%s: %v", r, err)
 		}
+	}
+	// The MCP token's secret reaches the configuration that reads it.
+	env = deploy(t, map[string]string{"McpTokenSecretArn": existingMCPSecret}).env(t)
+	env[config.EnvTable], env[config.EnvHookKeySecret] = "oncecall-Table-ABC", existingSecret
+	if c, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil || c.MCPTokenSecretARN != existingMCPSecret {
+		t.Errorf("McpTokenSecretArn: %q, %v", c.MCPTokenSecretARN, err)
 	}
 }
 
@@ -281,6 +288,7 @@ func TestTemplateOutputs(t *testing.T) {
 	want := map[string]string{
 		"CallbackUrl":       "https://ref:HttpApi.execute-api.eu-west-1.amazonaws.com/callback",
 		"FunctionSourceUrl": "https://ref:HttpApi.execute-api.eu-west-1.amazonaws.com/functions",
+		"McpUrl":            "https://ref:HttpApi.execute-api.eu-west-1.amazonaws.com/mcp",
 		"TableName":         "ref:Table",
 		"HookKeySecretArn":  "ref:HookKeySecret",
 	}
@@ -302,6 +310,7 @@ var callbackCalls = []samtest.StoreCall{{Method: "TransactWriteItems"}, {Method:
 var inlineCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"}}
 
 const (
+	existingMCPSecret  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:mcp-token-AbCdEf"
 	existingDestSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:helpdesk-AbCdEf"
 	webhookURL         = "https://helpdesk.example.com/tickets"
 )
@@ -314,14 +323,17 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		// inline is the destination secret an inline first attempt reads
 		// ("" without inline attempts).
 		inline string
+		// mcp is the MCP token's secret ("" without a token).
+		mcp string
 	}{
-		{"created secret", nil, "ref:HookKeySecret", ""},
-		{"existing secret", map[string]string{"HookKeySecretArn": existingSecret}, existingSecret, ""},
+		{"created secret", nil, "ref:HookKeySecret", "", ""},
+		{"existing secret", map[string]string{"HookKeySecretArn": existingSecret}, existingSecret, "", ""},
 		// With a destination the callback only queues tickets: nothing more
 		// is allowed than without one.
-		{"destination", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}, "ref:HookKeySecret", ""},
-		{"destination, inline attempts", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL, "DeliveryInlineTimeout": "2s", "DestinationSecretArn": existingDestSecret}, "ref:HookKeySecret", existingDestSecret},
-		{"zendesk, inline attempts", map[string]string{"Destination": "zendesk", "ZendeskSubdomain": "acme", "DeliveryInlineTimeout": "500ms", "DestinationSecretArn": existingDestSecret, "HookKeySecretArn": existingSecret}, existingSecret, existingDestSecret},
+		{"destination", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}, "ref:HookKeySecret", "", ""},
+		{"destination, inline attempts", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL, "DeliveryInlineTimeout": "2s", "DestinationSecretArn": existingDestSecret}, "ref:HookKeySecret", existingDestSecret, ""},
+		{"zendesk, inline attempts", map[string]string{"Destination": "zendesk", "ZendeskSubdomain": "acme", "DeliveryInlineTimeout": "500ms", "DestinationSecretArn": existingDestSecret, "HookKeySecretArn": existingSecret}, existingSecret, existingDestSecret, ""},
+		{"MCP token", map[string]string{"McpTokenSecretArn": existingMCPSecret}, "ref:HookKeySecret", "", existingMCPSecret},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := deploy(t, tc.overrides)
@@ -333,6 +345,9 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 			want[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: tc.secret}] = true
 			if tc.inline != "" {
 				want[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: tc.inline}] = true
+			}
+			if tc.mcp != "" {
+				want[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: tc.mcp}] = true
 			}
 			for _, a := range []string{"logs:CreateLogStream", "logs:PutLogEvents"} {
 				want[samtest.Grant{Action: a, Resource: "getatt:CallbackLogGroup.Arn"}] = true
@@ -355,6 +370,9 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 			}
 			if env[config.EnvDestinationSecret] != tc.inline {
 				t.Errorf("%s = %q, want %q", config.EnvDestinationSecret, env[config.EnvDestinationSecret], tc.inline)
+			}
+			if env[config.EnvMCPTokenSecret] != tc.mcp {
+				t.Errorf("%s = %q, but the role allows %q", config.EnvMCPTokenSecret, env[config.EnvMCPTokenSecret], tc.mcp)
 			}
 			_, created := s.Typed.Resources["HookKeySecret"]
 			if created != (tc.secret == "ref:HookKeySecret") {

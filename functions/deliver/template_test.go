@@ -66,7 +66,7 @@ var workerCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"
 // before delivery existed.
 var (
 	callbackResources = []string{"Api5xxAlarm", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard", "HookKeySecret", "HttpApi", "Table"}
-	callbackOutputs   = []string{"CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "TableName"}
+	callbackOutputs   = []string{"CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName"}
 	deliveryResources = []string{
 		"DeliverFunction", "DeliverLogGroup", "DeliverRole", "DeliveryFailureQueue", "DestinationSecret",
 		"DeliveryUncertainAlarm", "OldestQueuedAlarm", "DeliveryFailureQueueAlarm", "DeliveryAuthFailedAlarm", "DeliverIteratorAgeAlarm",

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -16,6 +17,7 @@ import (
 const (
 	CallbackRoute  = "POST /callback"
 	FunctionsRoute = "GET /functions"
+	MCPRoute       = "POST " + mcp.Path
 )
 
 // nonceHeader is protocol.NonceHeader as API Gateway passes header names:
@@ -28,11 +30,14 @@ type Handler struct {
 	// PublicURL, when set, is the base URL listings name as the callback;
 	// otherwise it is built from the event's domain name and stage.
 	PublicURL string
+	// MCP serves POST /mcp over the same handler; New gives it one without
+	// a bearer token.
+	MCP *mcp.Server
 }
 
 // New returns a Handler for h.
 func New(h *callback.Handler, publicURL string) *Handler {
-	return &Handler{h: h, PublicURL: strings.TrimRight(publicURL, "/")}
+	return &Handler{h: h, PublicURL: strings.TrimRight(publicURL, "/"), MCP: mcp.New(h, mcp.Options{})}
 }
 
 // Handle serves one event. It never returns an error: every failure is an
@@ -49,9 +54,17 @@ func (a *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		return respond(a.h.Call(ctx, callback.Request{Nonce: header(ev.Headers, nonceHeader), Body: body})), nil
 	case (method == http.MethodGet || method == http.MethodHead) && path == "/functions":
 		return respond(a.h.List(ctx, header(ev.Headers, nonceHeader), a.callbackURL(ev))), nil
+	case method == http.MethodPost && path == mcp.Path:
+		body, ok := decodeBody(ev)
+		if !ok {
+			return respondMCP(a.MCP.Unreadable(ctx, "the body is marked base64 but is not valid base64")), nil
+		}
+		return respondMCP(a.MCP.Handle(ctx, mcp.Request{Body: body, Header: func(name string) string {
+			return header(ev.Headers, strings.ToLower(name))
+		}})), nil
 	default:
 		return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
-			Message: "oncecall serves " + CallbackRoute + " and " + FunctionsRoute})), nil
+			Message: "oncecall serves " + CallbackRoute + ", " + FunctionsRoute + " and " + MCPRoute})), nil
 	}
 }
 
@@ -107,4 +120,18 @@ func respond(a protocol.Answer) events.APIGatewayV2HTTPResponse {
 		Headers:    map[string]string{"content-type": "application/json", "cache-control": "no-store"},
 		Body:       string(a.Body),
 	}
+}
+
+// respondMCP answers an MCP door response; one without a body is 202
+// Accepted, as Streamable HTTP answers notifications.
+func respondMCP(res mcp.Response) events.APIGatewayV2HTTPResponse {
+	out := events.APIGatewayV2HTTPResponse{StatusCode: res.Status, Headers: map[string]string{"cache-control": "no-store"}}
+	for k, v := range res.Header {
+		out.Headers[strings.ToLower(k)] = v
+	}
+	if res.Body != nil {
+		out.Headers["content-type"] = "application/json"
+		out.Body = string(res.Body)
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -22,6 +23,7 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/secret"
@@ -141,5 +143,28 @@ func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (
 		return cfg, err
 	}
 	cfg.HookKey, cfg.PreviousHookKey = keys.Current, keys.Previous
+	return cfg, nil
+}
+
+// MCP builds the MCP door over h: the bearer token cfg gives (resolved by
+// ResolveMCPToken on AWS), open-world when tickets go on to a destination.
+func MCP(cfg config.Config, h *callback.Handler) *mcp.Server {
+	return mcp.New(h, mcp.Options{Token: cfg.MCPToken, OpenWorld: cfg.Delivery.Destination != ""})
+}
+
+// ResolveMCPToken fills cfg.MCPToken from Secrets Manager when cfg names a
+// secret, at cold start like the hook key; the value is never logged.
+func ResolveMCPToken(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
+	if cfg.MCPTokenSecretARN == "" {
+		return cfg, nil
+	}
+	v, err := secret.Value(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.MCPTokenSecretARN, "MCP token")
+	if err != nil {
+		return cfg, err
+	}
+	if v = strings.TrimSpace(v); len(v) < config.MinMCPTokenBytes || len(v) > config.MaxMCPTokenBytes {
+		return cfg, fmt.Errorf("MCP token secret is %d bytes; use %d to %d", len(v), config.MinMCPTokenBytes, config.MaxMCPTokenBytes)
+	}
+	cfg.MCPToken = v
 	return cfg, nil
 }

@@ -36,7 +36,7 @@ func (h *Handler) Listing(callbackURL string) Listing {
 func (h *Handler) List(ctx context.Context, nonceHeader, callbackURL string) protocol.Answer {
 	start := h.Now()
 	var e entry
-	ans, ok := h.authenticate(nonceHeader, &e)
+	ans, ok := h.authenticate(CallbackDoor, nonceHeader, &e)
 	if ok {
 		e.outcome = OutcomeListed
 		ans = protocol.JSON(http.StatusOK, h.Listing(callbackURL))

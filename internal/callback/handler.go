@@ -63,13 +63,17 @@ const (
 	// OutcomeUnauthorized is a refused nonce, user or function: the 401 and
 	// 403 answers alike.
 	OutcomeUnauthorized = "unauthorized"
-	// OutcomeListed is an answered GET /functions.
+	// OutcomeListed is an answered GET /functions or MCP tools/list.
 	OutcomeListed = "listed"
+	// OutcomeHandshake is an MCP request that calls no function and lists
+	// nothing: initialize, ping, server/discover, a notification.
+	OutcomeHandshake = "handshake"
 )
 
 // Outcomes lists every outcome, for metrics set-up.
 var Outcomes = []string{protocol.StatusCreated, OutcomeDeduplicated, protocol.StatusRejected, protocol.StatusInProgress,
-	protocol.StatusBusy, OutcomeUnauthorized, protocol.StatusError, protocol.StatusFound, protocol.StatusNotFound, OutcomeListed}
+	protocol.StatusBusy, OutcomeUnauthorized, protocol.StatusError, protocol.StatusFound, protocol.StatusNotFound, OutcomeListed,
+	OutcomeHandshake}
 
 // ResponseReserve is kept back from the caller's deadline so that a slow
 // store still leaves time to answer busy instead of being cut off.
@@ -111,9 +115,63 @@ type Request struct {
 	Body []byte
 }
 
+// Call is one function call as a door decoded it: the single entry of the
+// pipeline (limits, nonce, identity, authorization, normalization, key
+// derivation, transaction). The callback body and an MCP tools/call both
+// become a Call, so the same call gives the same answer through either.
+type Call struct {
+	// Door names where the fields came from, for refusals and the log.
+	Door Door
+	// Nonce is the BCrypt hash of the hook key ("" when absent).
+	Nonce string
+	// Function is the function's name.
+	Function string
+	// Arguments are the model-generated arguments, not yet validated.
+	Arguments map[string]any
+	// ExternalUserID is the end user's id; "" when absent.
+	ExternalUserID string
+	// RequestID is the application's operation id; "" when absent.
+	RequestID string
+	// Metadata is the application's metadata as sent; never part of a key.
+	Metadata map[string]string
+	// CallSource and ConversationToken are kept as sent; never part of a key.
+	CallSource, ConversationToken string
+	// Moment is when the caller prepared the call, UTC; zero when absent.
+	Moment time.Time
+}
+
+// Door says where a door carries each field of a Call, so that a refusal
+// names the field as that caller sent it.
+type Door struct {
+	// Name is the message of the call's log line: "callback", "mcp".
+	Name string
+	// Nonce, User and RequestID say where the nonce, the external user id
+	// and the request id travel.
+	Nonce, User, RequestID string
+}
+
+// CallbackDoor is the AIVAX Protocol Function callback.
+var CallbackDoor = Door{
+	Name:      "callback",
+	Nonce:     "The " + protocol.NonceHeader + " header",
+	User:      "context.externalUserId",
+	RequestID: protocol.RequestIDField,
+}
+
+// CallFromRequest is the Call of a decoded callback body.
+func CallFromRequest(nonce string, req *protocol.Request) Call {
+	return Call{
+		Door: CallbackDoor, Nonce: nonce, Function: req.Function, Arguments: req.Arguments,
+		ExternalUserID: req.ExternalUserID, RequestID: req.Metadata[protocol.RequestIDKey], Metadata: req.Metadata,
+		CallSource: req.CallSource, ConversationToken: req.ConversationToken, Moment: req.Moment,
+	}
+}
+
 // entry is the one log line of a call. It never holds the body, the
 // arguments, the nonce, the hook key or a stored result.
 type entry struct {
+	// method is the MCP method of a request that reached no function.
+	method   string
 	function string
 	opKey    string
 	outcome  string
@@ -121,12 +179,44 @@ type entry struct {
 	cause    error
 }
 
-// Call serves one callback.
+// Call serves one callback: the nonce is checked before the body is
+// decoded, and the decoded body is served as Serve serves any Call.
 func (h *Handler) Call(ctx context.Context, r Request) protocol.Answer {
 	start := h.Now()
 	var e entry
-	ans := h.call(ctx, r, &e)
-	h.finish(ctx, "callback", start, ans, &e)
+	ans, ok := h.authenticate(CallbackDoor, r.Nonce, &e)
+	if ok {
+		req, p := protocol.Decode(r.Body)
+		if p != nil {
+			ans = h.refuse(&e, p)
+		} else {
+			ans = h.perform(ctx, CallFromRequest(r.Nonce, req), &e)
+		}
+	}
+	h.finish(ctx, CallbackDoor.Name, start, ans, &e)
+	return ans
+}
+
+// Note records a request a door answered without running a call (an MCP
+// handshake, listing or refused envelope): the same log line and metric
+// as a call's, with outcome (one of Outcomes), the JSON-RPC method, code
+// when it refused, and the HTTP status it answered. start is when the door
+// received it, by h.Now.
+func (h *Handler) Note(ctx context.Context, d Door, start time.Time, method, outcome, code string, status int) {
+	e := entry{method: method, outcome: outcome, code: code}
+	h.finish(ctx, d.Name, start, protocol.Answer{Status: status}, &e)
+}
+
+// Serve serves a call that a door other than the callback decoded: the
+// same pipeline, the same answer.
+func (h *Handler) Serve(ctx context.Context, c Call) protocol.Answer {
+	start := h.Now()
+	var e entry
+	ans, ok := h.authenticate(c.Door, c.Nonce, &e)
+	if ok {
+		ans = h.perform(ctx, c, &e)
+	}
+	h.finish(ctx, c.Door.Name, start, ans, &e)
 	return ans
 }
 
@@ -149,6 +239,9 @@ func (h *Handler) finish(ctx context.Context, msg string, start time.Time, ans p
 		slog.String("outcome", e.outcome),
 		slog.Int("status", ans.Status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+	}
+	if e.method != "" {
+		attrs = append(attrs, slog.String("method", e.method))
 	}
 	if e.function != "" {
 		attrs = append(attrs, slog.String("function", e.function))
@@ -197,42 +290,37 @@ func (h *Handler) fail(e *entry, err error) protocol.Answer {
 }
 
 // authenticate maps a nonce check to an answer; ok is true when it passed.
-func (h *Handler) authenticate(header string, e *entry) (protocol.Answer, bool) {
+// d names where the nonce travels.
+func (h *Handler) authenticate(d Door, header string, e *entry) (protocol.Answer, bool) {
 	switch err := h.Verifier.Verify(header); {
 	case err == nil:
 		return protocol.Answer{}, true
 	case errors.Is(err, nonce.ErrMissing):
-		return h.deny(e, http.StatusUnauthorized, "missing_nonce", "The "+protocol.NonceHeader+" header is required: set a hook key on the AIVAX account."), false
+		return h.deny(e, http.StatusUnauthorized, "missing_nonce", d.Nonce+" is required: set a hook key on the AIVAX account."), false
 	case errors.Is(err, nonce.ErrCost):
-		return h.deny(e, http.StatusForbidden, "invalid_nonce", fmt.Sprintf("%s has a BCrypt cost outside %d..%d.", protocol.NonceHeader, nonce.MinCost, h.Verifier.MaxCost())), false
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", fmt.Sprintf("%s has a BCrypt cost outside %d..%d.", d.Nonce, nonce.MinCost, h.Verifier.MaxCost())), false
 	case errors.Is(err, nonce.ErrMalformed):
-		return h.deny(e, http.StatusForbidden, "invalid_nonce", protocol.NonceHeader+" is not a BCrypt hash."), false
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", d.Nonce+" is not a BCrypt hash."), false
 	default:
-		return h.deny(e, http.StatusForbidden, "invalid_nonce", protocol.NonceHeader+" does not match the hook key."), false
+		return h.deny(e, http.StatusForbidden, "invalid_nonce", d.Nonce+" does not match the hook key."), false
 	}
 }
 
-func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer {
-	if ans, ok := h.authenticate(r.Nonce, e); !ok {
-		return ans
-	}
-	req, p := protocol.Decode(r.Body)
-	if p != nil {
-		return h.refuse(e, p)
-	}
-	e.function = req.Function
+// perform runs an authenticated call through the pipeline.
+func (h *Handler) perform(ctx context.Context, c Call, e *entry) protocol.Answer {
+	e.function = c.Function
 
 	// Identify: the tenant comes from our record, never from the request.
-	if req.ExternalUserID == "" {
-		return h.reject(e, "missing_user", "context.externalUserId is missing. The application must send the end user's id (the chat session's user or the request's user field); do not invent one.")
+	if c.ExternalUserID == "" {
+		return h.reject(e, "missing_user", c.Door.User+" is missing. The application must send the end user's id (the chat session's user or the request's user field); do not invent one.")
 	}
 	ctx, cancel := storeContext(ctx)
 	defer cancel()
-	fn := h.function(req.Function)
-	user, err := h.identify(ctx, req.ExternalUserID, fn)
+	fn := h.function(c.Function)
+	user, err := h.identify(ctx, c.ExternalUserID, fn)
 	switch {
 	case errors.Is(err, identity.ErrUnknown):
-		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
+		return h.deny(e, http.StatusForbidden, "unknown_user", c.Door.User+" is not a user of this service.")
 	case err != nil:
 		return h.fail(e, err)
 	case !user.Active:
@@ -241,14 +329,14 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 
 	// Authorize and validate.
 	if fn == nil {
-		return h.reject(e, "unknown_function", fmt.Sprintf("There is no function %q. The functions are %s.", canonjson.Clip(req.Function), h.functionNames()))
+		return h.reject(e, "unknown_function", fmt.Sprintf("There is no function %q. The functions are %s.", canonjson.Clip(c.Function), h.functionNames()))
 	}
 	if !user.Allows(fn.Name) {
 		return h.deny(e, http.StatusForbidden, "function_not_granted", "This user may not call "+fn.Name+".")
 	}
 	// The arguments as the function will act on them: the operation key
-	// and the ticket are both made from these, never from req.Arguments.
-	args, v := fn.Normalize(req.Arguments)
+	// and the ticket are both made from these, never from c.Arguments.
+	args, v := fn.Normalize(c.Arguments)
 	if len(v) > 0 {
 		msgs := make([]string, len(v))
 		for i, x := range v {
@@ -259,9 +347,9 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 
 	switch fn.Name {
 	case ticket.CreateName:
-		return h.create(ctx, req, args, fn, user, e, false)
+		return h.create(ctx, c, args, fn, user, e, false)
 	case ticket.GetName:
-		return h.get(ctx, args, user, e)
+		return h.get(ctx, c.Door, args, user, e)
 	}
 	return h.fail(e, fmt.Errorf("function %s has no implementation", fn.Name))
 }
@@ -375,9 +463,9 @@ func withFlag(stored []byte, deduplicated bool) []byte {
 // create serves create_ticket for user with args, the call's normalized
 // arguments. retried is true on the one repeat that a tenant change found
 // inside the transaction allows.
-func (h *Handler) create(ctx context.Context, req *protocol.Request, args map[string]any, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
-	rid, p := req.RequestID()
-	if p != nil {
+func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
+	rid := c.RequestID
+	if p := protocol.CheckRequestID(rid, c.Door.RequestID); p != nil {
 		return h.refuse(e, p)
 	}
 	pol := h.Policies.For(fn.Name)
@@ -411,7 +499,7 @@ func (h *Handler) create(ctx context.Context, req *protocol.Request, args map[st
 		if retry && !retried {
 			// Only the tenant changed: the key derived from the cached one
 			// is void, so derive it again from the record as it is now.
-			return h.create(ctx, req, args, fn, *fresh, e, true)
+			return h.create(ctx, c, args, fn, *fresh, e, true)
 		}
 		return h.denyRevoked(e, fresh, fn.Name)
 	case errors.Is(err, identity.ErrRevoked):
@@ -494,13 +582,13 @@ type ticketView struct {
 	Delivery *delivery.View `json:"delivery,omitempty"`
 }
 
-func (h *Handler) get(ctx context.Context, args map[string]any, cached identity.User, e *entry) protocol.Answer {
+func (h *Handler) get(ctx context.Context, door Door, args map[string]any, cached identity.User, e *entry) protocol.Answer {
 	id, _ := args["ticket_id"].(string)
 	user, t, d, err := h.Store.ReadTicket(ctx, cached.ExternalID, id)
 	switch {
 	case errors.Is(err, identity.ErrUnknown):
 		h.Users.Forget(cached.ExternalID)
-		return h.deny(e, http.StatusForbidden, "unknown_user", "context.externalUserId is not a user of this service.")
+		return h.deny(e, http.StatusForbidden, "unknown_user", door.User+" is not a user of this service.")
 	case err != nil:
 		return h.fail(e, err)
 	}

@@ -26,8 +26,12 @@ const (
 	EnvUserCacheTTL  = "USER_CACHE_TTL"
 	EnvLogLevel      = "LOG_LEVEL"
 	EnvPublicURL     = "PUBLIC_URL"
-	EnvMetrics       = "METRICS"
-	EnvMetricsNS     = "METRICS_NAMESPACE"
+	// EnvMCPToken is the MCP door's bearer token (local runs);
+	// EnvMCPTokenSecret names a Secrets Manager secret holding it (AWS).
+	EnvMCPToken       = "MCP_TOKEN"
+	EnvMCPTokenSecret = "MCP_TOKEN_SECRET_ARN"
+	EnvMetrics        = "METRICS"
+	EnvMetricsNS      = "METRICS_NAMESPACE"
 	// EnvFunctionName is set by Lambda; it names the metrics' dimension.
 	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 )
@@ -39,6 +43,10 @@ const (
 	DefaultUserCacheTTL = 30 * time.Second
 	MaxUserCacheTTL     = 10 * time.Minute
 	MaxTableName        = 255
+	// MinMCPTokenBytes keeps the MCP door's bearer token out of guessing
+	// range; MaxMCPTokenBytes bounds it (an HTTP header).
+	MinMCPTokenBytes = 16
+	MaxMCPTokenBytes = 1024
 )
 
 // Config is oncecall's validated configuration.
@@ -57,6 +65,10 @@ type Config struct {
 	UserCacheTTL     time.Duration
 	LogLevel         slog.Level
 	PublicURL        string
+	// MCPToken, when set, is the bearer token every POST /mcp must carry;
+	// MCPTokenSecretARN names the secret holding it otherwise.
+	MCPToken          string
+	MCPTokenSecretARN string
 	// Metrics turns on CloudWatch Embedded Metric Format lines.
 	Metrics          bool
 	MetricsNamespace string
@@ -196,6 +208,21 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			bad(EnvPublicURL, "%q must be an http(s) URL", v)
 		}
 		c.PublicURL = v
+	}
+	if v := getenv(EnvMCPToken); v != "" {
+		if len(v) < MinMCPTokenBytes || len(v) > MaxMCPTokenBytes {
+			bad(EnvMCPToken, "is %d bytes; use %d to %d", len(v), MinMCPTokenBytes, MaxMCPTokenBytes)
+		}
+		c.MCPToken = v
+	}
+	if v := getenv(EnvMCPTokenSecret); v != "" {
+		if !strings.HasPrefix(v, "arn:") {
+			bad(EnvMCPTokenSecret, "must be a Secrets Manager secret ARN")
+		}
+		if c.MCPToken != "" {
+			bad(EnvMCPToken, "is set together with %s: set one", EnvMCPTokenSecret)
+		}
+		c.MCPTokenSecretARN = v
 	}
 	if v := getenv(EnvMetrics); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -44,6 +44,7 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 	e[config.EnvMetrics] = "true"
 	e[config.EnvMetricsNS] = "oncecall-prod"
 	e[config.EnvFunctionName] = "oncecall-CallbackFunction-XYZ"
+	e[config.EnvMCPTokenSecret] = secretARN
 	c, err := config.Load(env(e), config.Lambda, functions)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 		Table: "oncecall-Table-1ABC", Region: "eu-west-1", HookKeySecretARN: secretARN,
 		NonceMaxCost: 12, Retention: 48 * time.Hour, UserCacheTTL: 0, LogLevel: slog.LevelDebug,
 		PublicURL: "https://api.example.com", Metrics: true, MetricsNamespace: "oncecall-prod",
-		FunctionName: "oncecall-CallbackFunction-XYZ",
+		FunctionName: "oncecall-CallbackFunction-XYZ", MCPTokenSecretARN: secretARN,
 	}
 	if c.Policies.For("create_ticket") != idempotency.PolicyRequest || c.Policies.For("get_ticket") != idempotency.PolicyArguments {
 		t.Errorf("policies = %v", c.Policies)
@@ -92,6 +93,10 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 		{"long table", map[string]string{config.EnvTable: strings.Repeat("t", 256)}, nil, []string{"TABLE_NAME", "3-255"}},
 		{"endpoint without scheme", map[string]string{config.EnvEndpoint: "localhost:8000"}, nil, []string{"DYNAMODB_ENDPOINT", "http:// or https://"}},
 		{"secret not an ARN", map[string]string{config.EnvHookKeySecret: "oncecall-hook-key"}, nil, []string{"HOOK_KEY_SECRET_ARN", "secret ARN"}},
+		{"MCP token too short", map[string]string{config.EnvMCPToken: "short-token"}, nil, []string{"MCP_TOKEN", "11 bytes", "16 to 1024"}},
+		{"MCP token too long", map[string]string{config.EnvMCPToken: strings.Repeat("t", config.MaxMCPTokenBytes+1)}, nil, []string{"MCP_TOKEN", "1025 bytes"}},
+		{"MCP token secret not an ARN", map[string]string{config.EnvMCPTokenSecret: "mcp-token"}, nil, []string{"MCP_TOKEN_SECRET_ARN", "secret ARN"}},
+		{"MCP token beside its secret", map[string]string{config.EnvMCPToken: "typed-into-the-console", config.EnvMCPTokenSecret: secretARN}, nil, []string{"MCP_TOKEN", "set together with MCP_TOKEN_SECRET_ARN"}},
 		{"no hook key at all", nil, []string{config.EnvHookKeySecret}, []string{"HOOK_KEY", "HOOK_KEY_SECRET_ARN"}},
 		{"key beside the secret", map[string]string{config.EnvHookKey: "a-key-from-the-console"}, nil, []string{"HOOK_KEY", "together with HOOK_KEY_SECRET_ARN", "set one"}},
 		{"previous key beside the secret", map[string]string{config.EnvHookKeyPrev: "an-old-key"}, nil, []string{"HOOK_KEY_PREVIOUS", "together with HOOK_KEY_SECRET_ARN"}},
@@ -138,7 +143,7 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 			if !strings.Contains(msg, tc.want[0]+": ") {
 				t.Errorf("message %q does not lead with the variable %s", msg, tc.want[0])
 			}
-			for _, k := range []string{config.EnvHookKey, config.EnvHookKeyPrev} {
+			for _, k := range []string{config.EnvHookKey, config.EnvHookKeyPrev, config.EnvMCPToken} {
 				if v := e[k]; v != "" && strings.Contains(msg, v) {
 					t.Errorf("message echoes the value of %s", k)
 				}
@@ -176,5 +181,17 @@ func TestLoadLocalDefaultKeyGivesWayToASecret(t *testing.T) {
 	c, err = config.Load(env(nil), base, functions)
 	if err != nil || c.HookKey != "local-default" || c.Table != "oncecall" {
 		t.Errorf("local defaults: %+v, %v", c, err)
+	}
+}
+
+func TestLoadMCPToken(t *testing.T) {
+	base := config.Defaults
+	base.HookKey = "local-default"
+	c, err := config.Load(env(map[string]string{config.EnvMCPToken: "local-token-0123456789"}), base, functions)
+	if err != nil || c.MCPToken != "local-token-0123456789" || c.MCPTokenSecretARN != "" {
+		t.Errorf("MCP_TOKEN: %q %q %v", c.MCPToken, c.MCPTokenSecretARN, err)
+	}
+	if c, err = config.Load(env(nil), base, functions); err != nil || c.MCPToken != "" || c.MCPTokenSecretARN != "" {
+		t.Errorf("no token by default: %q %q %v", c.MCPToken, c.MCPTokenSecretARN, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -15,6 +16,7 @@ import (
 const (
 	CallbackPath  = "/callback"
 	FunctionsPath = "/functions"
+	MCPPath       = mcp.Path
 )
 
 // RequestTimeout bounds one request, as a Lambda timeout would.
@@ -26,14 +28,17 @@ type Server struct {
 	// PublicURL is the base URL that listings name as the callback; "" means
 	// http://<Host header>.
 	PublicURL string
+	// MCP serves POST /mcp over the same handler; New gives it one without
+	// a bearer token.
+	MCP *mcp.Server
 }
 
 // New returns a Server for h.
 func New(h *callback.Handler, publicURL string) *Server {
-	return &Server{h: h, PublicURL: strings.TrimRight(publicURL, "/")}
+	return &Server{h: h, PublicURL: strings.TrimRight(publicURL, "/"), MCP: mcp.New(h, mcp.Options{})}
 }
 
-// ServeHTTP routes POST /callback and GET /functions.
+// ServeHTTP routes POST /callback, GET /functions and POST /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
 	defer cancel()
@@ -61,9 +66,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			base = "http://" + r.Host
 		}
 		write(w, s.h.List(ctx, nonce(r.Header), base+CallbackPath))
+	case MCPPath:
+		// Stateless and JSON only: there is no SSE stream to GET and no
+		// session to DELETE.
+		if r.Method != http.MethodPost {
+			methodNotAllowed(w, http.MethodPost)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
+		if err != nil {
+			writeMCP(w, s.MCP.Unreadable(ctx, "the request body could not be read"))
+			return
+		}
+		writeMCP(w, s.MCP.Handle(ctx, mcp.Request{Body: body, Header: func(name string) string {
+			if name == protocol.NonceHeader {
+				return nonce(r.Header)
+			}
+			return r.Header.Get(name)
+		}}))
 	default:
 		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
-			Message: "oncecall serves POST " + CallbackPath + " and GET " + FunctionsPath}))
+			Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath}))
 	}
 }
 
@@ -86,4 +109,17 @@ func write(w http.ResponseWriter, a protocol.Answer) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(a.Status)
 	_, _ = w.Write(a.Body)
+}
+
+// writeMCP writes an MCP door response; one without a body is 202
+// Accepted, as Streamable HTTP answers notifications.
+func writeMCP(w http.ResponseWriter, res mcp.Response) {
+	for k, v := range res.Header {
+		w.Header().Set(k, v)
+	}
+	if res.Body == nil {
+		w.WriteHeader(res.Status)
+		return
+	}
+	write(w, protocol.Answer{Status: res.Status, Body: res.Body})
 }

@@ -62,7 +62,8 @@ func TestRoutes(t *testing.T) {
 	}{
 		{http.MethodGet, "/callback", 405, "use POST"},
 		{http.MethodPost, "/functions", 405, "use GET"},
-		{http.MethodGet, "/", 404, "oncecall serves POST /callback and GET /functions"},
+		{http.MethodGet, "/", 404, "oncecall serves POST /callback, GET /functions and POST /mcp"},
+		{http.MethodGet, "/mcp", 405, "use POST"},
 		{http.MethodGet, "/functions", 200, `"callbackUrl":"` + srv.URL + `/callback"`},
 	}
 	for _, c := range cases {

@@ -11,29 +11,34 @@ import (
 // *Problem, with status 200, that says what the application must send.
 func (r *Request) RequestID() (string, *Problem) {
 	rid := r.Metadata[RequestIDKey]
-	if p := checkRequestID(rid); p != nil {
+	if p := CheckRequestID(rid, RequestIDField); p != nil {
 		return "", p
 	}
 	return rid, nil
 }
 
+// RequestIDField is where a callback body carries the request id; refusals
+// name it so.
+const RequestIDField = "context.metadata." + RequestIDKey
+
 // ValidRequestID reports whether s can be a metadata.request_id: 1 to
 // MaxRequestIDBytes bytes of visible ASCII, no spaces. Tools that look an
 // operation up by its request id check it with the callback's rule.
-func ValidRequestID(s string) bool { return checkRequestID(s) == nil }
+func ValidRequestID(s string) bool { return CheckRequestID(s, RequestIDField) == nil }
 
-// checkRequestID is the one request-id rule: nil for a valid id, otherwise
-// the problem that says what is wrong with it.
-func checkRequestID(rid string) *Problem {
+// CheckRequestID is the one request-id rule, whichever door the id came
+// through: nil for a valid id, otherwise the problem that says what is
+// wrong with it, naming field, where the caller put it.
+func CheckRequestID(rid, field string) *Problem {
 	if rid == "" {
-		return &Problem{Status: http.StatusOK, Code: CodeMissingRequestID, Message: "context.metadata.request_id is missing, so this call could be repeated by mistake and nothing was created. The application must mint one request_id per operation and keep it across retries; do not invent one."}
+		return &Problem{Status: http.StatusOK, Code: CodeMissingRequestID, Message: field + " is missing, so this call could be repeated by mistake and nothing was created. The application must mint one request_id per operation and keep it across retries; do not invent one."}
 	}
 	if len(rid) > MaxRequestIDBytes {
-		return &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: fmt.Sprintf("context.metadata.request_id is longer than %d bytes.", MaxRequestIDBytes)}
+		return &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: fmt.Sprintf("%s is longer than %d bytes.", field, MaxRequestIDBytes)}
 	}
 	for i := 0; i < len(rid); i++ {
 		if c := rid[i]; c <= ' ' || c > '~' {
-			return &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: "context.metadata.request_id must be visible ASCII characters without spaces."}
+			return &Problem{Status: http.StatusOK, Code: CodeInvalidRequestID, Message: field + " must be visible ASCII characters without spaces."}
 		}
 	}
 	return nil

@@ -242,11 +242,19 @@ func (p *Player) Check(c Case, r Result) error {
 		if err := subset("body", c.Body, body); err != nil {
 			bad("%v", err)
 		}
-		id, _ := body["ticket_id"].(string)
+		// An MCP tool result carries the callback's answer as its
+		// structuredContent.
+		answer := body
+		if res, ok := body["result"].(map[string]any); ok {
+			if sc, ok := res["structuredContent"].(map[string]any); ok {
+				answer = sc
+			}
+		}
+		id, _ := answer["ticket_id"].(string)
 		if c.SameTicketAs != "" && (id == "" || id != p.tickets[c.SameTicketAs]) {
 			bad("ticket_id %q, want %s's %q", id, c.SameTicketAs, p.tickets[c.SameTicketAs])
 		}
-		if t, ok := body["ticket"].(map[string]any); ok && c.TicketFrom != "" && t["ticket_id"] != p.tickets[c.TicketFrom] {
+		if t, ok := answer["ticket"].(map[string]any); ok && c.TicketFrom != "" && t["ticket_id"] != p.tickets[c.TicketFrom] {
 			bad("ticket.ticket_id %v, want %s's %q", t["ticket_id"], c.TicketFrom, p.tickets[c.TicketFrom])
 		}
 		if c.Outcome == "created" {
@@ -260,6 +268,24 @@ func (p *Player) Check(c Case, r Result) error {
 		return fmt.Errorf("%s: %w\nresponse: %d %s", c.Event, errors.Join(errs...), r.Response.StatusCode, r.Response.Body)
 	}
 	return nil
+}
+
+// Nonce returns the nonce an event carries: its X-Request-Nonce header or,
+// on the MCP door, its params._meta._aiv_nonce.
+func Nonce(ev events.APIGatewayV2HTTPRequest) (string, bool) {
+	if h, ok := ev.Headers["x-request-nonce"]; ok {
+		return h, true
+	}
+	var rpc struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal([]byte(ev.Body), &rpc) != nil {
+		return "", false
+	}
+	n, ok := rpc.Params.Meta["_aiv_nonce"].(string)
+	return n, ok
 }
 
 // Ticket returns the ticket id event created, if it ran.

@@ -63,7 +63,7 @@ func TestEventsAreHTTPAPIv2Events(t *testing.T) {
 		if ev.RouteKey != route || ev.RequestContext.RouteKey != route || ev.RawPath != h.Path {
 			t.Errorf("%s: routeKey %q, requestContext.routeKey %q, rawPath %q, http %q disagree", c.Event, ev.RouteKey, ev.RequestContext.RouteKey, ev.RawPath, route)
 		}
-		if !slices.Contains([]string{"POST /callback", "GET /functions"}, route) {
+		if !slices.Contains([]string{"POST /callback", "GET /functions", "POST /mcp"}, route) {
 			t.Errorf("%s: route %q is not one the template serves", c.Event, route)
 		}
 		if ev.RequestContext.Stage != "$default" || ev.RequestContext.DomainName == "" {
@@ -100,7 +100,7 @@ func TestEventNoncesAreWhatTheManifestSays(t *testing.T) {
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			t.Fatal(err)
 		}
-		h, present := ev.Headers["x-request-nonce"]
+		h, present := eventset.Nonce(ev)
 		if c.Nonce == eventset.NonceMissing {
 			if present {
 				t.Errorf("%s: has a nonce, expected none", c.Event)

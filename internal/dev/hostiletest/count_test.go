@@ -15,11 +15,16 @@ func TestDocumentsGiveTheCatalogueSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := len(Cases(n))
-	for file, sentence := range map[string]*regexp.Regexp{
-		"../../../README.md":   regexp.MustCompile(`\*\*A hostile catalogue\*\* of (\d+) broken or malicious requests`),
-		"../../../SECURITY.md": regexp.MustCompile(`the hostile catalogue \((\d+)\s+cases`),
+	for _, d := range []struct {
+		file     string
+		sentence *regexp.Regexp
+		size     int
+	}{
+		{"../../../README.md", regexp.MustCompile(`\*\*A hostile catalogue\*\* of (\d+) broken or malicious requests`), len(Cases(n))},
+		{"../../../SECURITY.md", regexp.MustCompile(`the hostile catalogue \((\d+)\s+cases`), len(Cases(n))},
+		{"../../../README.md", regexp.MustCompile(`\*\*The MCP door's hostile catalogue\*\* of (\d+)`), len(MCPCases(n))},
 	} {
+		file, sentence, size := d.file, d.sentence, d.size
 		text, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

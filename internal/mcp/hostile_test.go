@@ -1,0 +1,75 @@
+package mcp_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/oncecall/oncecall/internal/dev/hostiletest"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/mcp"
+	"github.com/oncecall/oncecall/internal/nonce"
+)
+
+// TestHostileCatalogue sends every case of the MCP door's hostile
+// catalogue over HTTP to one server and checks its answer, what it wrote,
+// and that it disclosed nothing of an operation seeded through the
+// callback before the first case. The cases run in catalogue order.
+func TestHostileCatalogue(t *testing.T) {
+	r := newRig(t, mcp.Options{})
+	status, seeded := r.postCallback(callbackBody(hostiletest.Owner, hostiletest.SecretRequestID, "create_ticket",
+		map[string]any{"title": hostiletest.SecretTitle, "priority": "urgent"}))
+	secret := strings.Split(strings.Split(string(seeded), `"ticket_id":"`)[1], `"`)[0]
+	if status != http.StatusOK || secret == "" {
+		t.Fatalf("seed: %d %s", status, seeded)
+	}
+	nonces, err := hostiletest.NewNonces(localdb.DemoHookKey, nonce.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := hostiletest.MCPCases(nonces)
+	if len(cases) < 40 {
+		t.Fatalf("only %d cases in the catalogue", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			body := bytes.ReplaceAll(c.Body, []byte(hostiletest.SecretPlaceholder), []byte(secret))
+			req, err := http.NewRequest(http.MethodPost, r.srv.URL+mcp.Path, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for _, h := range c.Headers {
+				req.Header[h.Name] = append(req.Header[h.Name], h.Value) // the name as written, on the wire
+			}
+			tickets, ops := r.tickets(), r.operations()
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			for _, w := range c.Check(res.StatusCode, raw, body, secret) {
+				t.Error(w)
+			}
+			if got := r.tickets() - tickets; got != c.Writes {
+				t.Errorf("%d tickets written, want %d", got, c.Writes)
+			}
+			if got := r.operations() - ops; got != c.Writes {
+				t.Errorf("%d operations written, want %d", got, c.Writes)
+			}
+		})
+	}
+	logs := r.logs.String()
+	for _, s := range []string{nonces.Valid, nonces.WrongKey, localdb.DemoHookKey, hostiletest.SecretTitle, "Cannot sign in"} {
+		if strings.Contains(logs, s) {
+			t.Errorf("the log contains %q", s)
+		}
+	}
+}
