@@ -1,12 +1,14 @@
 package callback_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
 // contentionHold is how long each transaction holds its items under the
@@ -49,4 +51,70 @@ func TestSeedBurstUnderTheConflictRule(t *testing.T) {
 	if n := r.tickets(); n != rounds+1 {
 		t.Fatalf("%d tickets, want %d", n, rounds+1)
 	}
+}
+
+// TestUserChangeUnderAFlood: while one user's calls run at full rate (16
+// callers, every transaction holding its items for 15 ms as on DynamoDB),
+// an operator disables the user. The change commits within a few seconds,
+// and every call that starts after it is refused; no call was answered
+// busy or failed meanwhile.
+func TestUserChangeUnderAFlood(t *testing.T) {
+	var proxy *dynamotest.Proxy
+	r := newRig(t, viaProxy(&proxy), withRealSleep())
+	proxy.Conflicts = &dynamotest.Conflicts{Hold: contentionHold}
+	r.call(create("user-a", "warm-up", signIn)) // caches alice
+	admin := dynamo.NewAdmin(dynamotest.NewClient(t, proxy.URL, nil), r.env.Table)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	for c := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := r.call(create("user-a", fmt.Sprintf("flood-%d-%d", c, i), signIn))
+				mu.Lock()
+				outcomes[kind(p)]++
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	read, err := admin.User(context.Background(), "user-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := read.User
+	to.Active = false
+	start := time.Now()
+	if _, err := admin.UpdateUser(context.Background(), read, to); err != nil {
+		t.Fatalf("disabling the user under a flood: %v", err)
+	}
+	took := time.Since(start)
+	for i := range 20 {
+		if p := r.call(create("user-a", fmt.Sprintf("after-%d", i), signIn)); p.status != 403 || p.code() != "user_disabled" {
+			t.Errorf("a call started after the change: %d %s", p.status, p.raw)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if took > 5*time.Second {
+		t.Errorf("the change took %v under the flood", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if outcomes["created"] == 0 {
+		t.Fatalf("no call of the flood was created: %v", outcomes)
+	}
+	for k, n := range outcomes {
+		if k != "created" && k != "user_disabled" {
+			t.Errorf("%d calls of the flood answered %s", n, k)
+		}
+	}
+	t.Logf("flood: %v; the change took %v; conflict rule: %+v", outcomes, took, proxy.Conflicts.Stats())
 }

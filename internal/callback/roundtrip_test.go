@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/ticket"
@@ -269,7 +270,8 @@ func TestTenantMoveIsFollowed(t *testing.T) {
 	}
 }
 
-// TestDeletedUserIsRefused deletes a cached user's record. Neither a write
+// TestDeletedUserIsRefused deletes a cached user (its record and every copy
+// of its grant, as Admin.DeleteUser does). Neither a write
 // nor a replay goes through or discloses anything; a read says the user is
 // unknown and drops it from the cache. (The write's user check fails as a
 // condition on the missing item: 403, nothing written.)
@@ -277,7 +279,9 @@ func TestDeletedUserIsRefused(t *testing.T) {
 	r := newRig(t)
 	const want = 403
 	a := r.call(create("user-a", "r-1", signIn)) // caches alice
-	r.env.DeleteItem(t, "user#user-a")
+	if err := dynamo.NewAdmin(r.env.Client, r.env.Table).DeleteUser(context.Background(), "user-a"); err != nil {
+		t.Fatal(err)
+	}
 	w := r.call(create("user-a", "r-2", signIn))
 	if w.status != want {
 		t.Fatalf("write by a deleted user with a warm cache: %d %s, want %d", w.status, w.raw, want)

@@ -113,6 +113,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
 	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
+	healed := false
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
@@ -130,6 +131,18 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 				if !retryableReasons(reasons[:1]) {
 					return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
 				}
+			case failed(reasons, 0) && len(reasons[0].Item) == 0 && !healed:
+				// No copy of the user's grant (a table written before
+				// the copies existed, or a user deleted): make them from
+				// the user's record and try again, or refuse.
+				healed = true
+				if err := s.healGrants(ctx, rec.UserID); err != nil {
+					if errors.Is(err, identity.ErrUnknown) {
+						return nil, &identity.Revoked{}
+					}
+					return nil, err
+				}
+				continue
 			case failed(reasons, 0):
 				// Checked before the claim: a revoked user learns nothing
 				// about an existing operation.
@@ -177,7 +190,7 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 		TransactItems: []types.TransactWriteItem{
 			{ConditionCheck: &types.ConditionCheck{
 				TableName:           &s.table,
-				Key:                 userKey(rec.UserID),
+				Key:                 grantKey(rec.UserID, shardOf(rec.Key)),
 				ConditionExpression: aws.String("#active = :true AND #tenant = :tenant AND contains(#functions, :function)"),
 				ExpressionAttributeNames: map[string]string{
 					"#active": attrActive, "#tenant": attrTenant, "#functions": attrFunctions,
@@ -278,19 +291,29 @@ func (s *Store) LoadUser(ctx context.Context, externalID string) (identity.User,
 // nil when it has none.
 func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity.User, *ticket.Ticket, *delivery.Record, error) {
 	in := &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
-		{Get: &types.Get{TableName: &s.table, Key: userKey(externalID)}},
+		{Get: &types.Get{TableName: &s.table, Key: grantKey(externalID, shardOf(id))}},
 		{Get: &types.Get{TableName: &s.table, Key: ticketKey(id)}},
 	}}
 	var out *dynamodb.TransactGetItemsOutput
-	err := s.retry(ctx, func() (err error) {
-		out, err = s.api.TransactGetItems(ctx, in)
-		return err
-	})
-	if err != nil {
-		return identity.User{}, nil, nil, err
-	}
-	if len(out.Responses) != 2 {
-		return identity.User{}, nil, nil, fmt.Errorf("dynamo: TransactGetItems returned %d responses, want 2", len(out.Responses))
+	for healed := false; ; healed = true {
+		err := s.retry(ctx, func() (err error) {
+			out, err = s.api.TransactGetItems(ctx, in)
+			return err
+		})
+		if err != nil {
+			return identity.User{}, nil, nil, err
+		}
+		if len(out.Responses) != 2 {
+			return identity.User{}, nil, nil, fmt.Errorf("dynamo: TransactGetItems returned %d responses, want 2", len(out.Responses))
+		}
+		if len(out.Responses[0].Item) > 0 || healed {
+			break
+		}
+		// No copy of the user's grant: make them from the user's record
+		// (a table written before they existed) and read again.
+		if err := s.healGrants(ctx, externalID); err != nil {
+			return identity.User{}, nil, nil, err
+		}
 	}
 	if len(out.Responses[0].Item) == 0 {
 		return identity.User{}, nil, nil, identity.ErrUnknown
@@ -332,10 +355,13 @@ func (s *Store) PutUser(ctx context.Context, u identity.User) error {
 	if len(u.Functions) == 0 {
 		return ErrNoFunctions
 	}
-	return s.retry(ctx, func() error {
+	if err := s.retry(ctx, func() error {
 		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: userItem(u)})
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	return s.writeGrants(ctx, u)
 }
 
 // PutOperation writes a record as is, for reconciliation tools and tests
@@ -554,5 +580,8 @@ func (s *Store) AddUser(ctx context.Context, u identity.User) (bool, error) {
 	if errors.As(err, &ccf) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return true, s.writeGrants(ctx, u)
 }

@@ -449,12 +449,21 @@ func TestRevocationWinsOverAClaim(t *testing.T) {
 	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
-	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "TransactionCanceledException",
-		Reasons: []string{"ConditionalCheckFailed", "ConditionalCheckFailed", "None"}})
+	// Disabled, and the key taken: both conditions fail, and DynamoDB
+	// reports both.
+	u := alice
+	u.Active = false
+	if err := f.store.PutUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	seen := proxy.Seen("TransactWriteItems")
 	rec2, tk2 := f.claim("k1")
 	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
 	if !errors.Is(err, identity.ErrRevoked) || existing != nil {
 		t.Fatalf("Create = %+v, %v; want ErrRevoked and no record", existing, err)
+	}
+	if got := proxy.Seen("TransactWriteItems") - seen; got != 1 {
+		t.Errorf("%d transactions, want 1", got)
 	}
 }
 

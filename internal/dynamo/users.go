@@ -214,6 +214,11 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 		if err != nil {
 			return UserRecord{}, err
 		}
+		// The record is changed; every copy of the grant follows before
+		// this returns, so every call that starts afterwards sees it.
+		if err := a.store.writeGrants(ctx, to); err != nil {
+			return next, fmt.Errorf("dynamo: the user's record is changed but not every copy of its grant (run the same change again): %w", err)
+		}
 		return next, nil
 	}
 	item := ccf.Item

@@ -1,0 +1,144 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/identity"
+)
+
+// GrantShards is how many copies of a user's grant (tenant, active,
+// functions) the table holds beside the user's record. Every create checks
+// one copy inside its transaction, chosen by the operation key, and every
+// get_ticket reads one, chosen by the ticket id. On DynamoDB a
+// transaction holds every item it includes, a ConditionCheck's too, and
+// cancels any other transaction that includes one of them: were every call
+// of a user to check the user's one record, one user's concurrent calls
+// (a service account behind many agent sessions) would cancel each other.
+// Spread over GrantShards copies, two calls of one user meet on the same
+// item once in GrantShards times, and a plain write of one copy (an
+// operator's change) waits out one call at most.
+const GrantShards = 16
+
+// grantPrefix starts the partition key of a grant copy.
+const grantPrefix = "grant#"
+
+// attrGrantStamp orders the writes of one user's grant: the writer's clock
+// in nanoseconds. A copy is only ever replaced by a later write.
+const attrGrantStamp = "gstamp"
+
+func grantKey(userID string, shard int) map[string]types.AttributeValue {
+	return pk(grantPrefix + userID + "#" + strconv.Itoa(shard))
+}
+
+// shardOf picks the grant copy a call checks: the FNV-1a hash of what the
+// call is about (its operation key, or the ticket it reads).
+func shardOf(s string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return int(h.Sum32() % GrantShards)
+}
+
+func grantItem(u identity.User, shard int, stamp int64) map[string]types.AttributeValue {
+	item := newItem(grantPrefix+u.ExternalID+"#"+strconv.Itoa(shard), 8)
+	item[attrKind] = strAV("grant")
+	item[attrUserID] = strAV(u.ExternalID)
+	item[attrTenant] = strAV(u.Tenant)
+	item[attrName] = strAV(u.Name)
+	item[attrActive] = &types.AttributeValueMemberBOOL{Value: u.Active}
+	item[attrFunctions] = &types.AttributeValueMemberSS{Value: u.Functions}
+	item[attrGrantStamp] = numAV(stamp)
+	return item
+}
+
+// writeGrants writes u's grant to every copy, one plain write each, each
+// unless a later write stamped it meanwhile. A copy that a call's
+// transaction holds at that moment refuses the write
+// (TransactionConflictException); it is tried again, with backoff, until
+// it goes through: it waits out one call at most. A change applies to
+// every call that starts after writeGrants returns; a call running
+// meanwhile sees the old grant or the new.
+func (s *Store) writeGrants(ctx context.Context, u identity.User) error {
+	stamp := s.now().UnixNano()
+	if wall := time.Now().UnixNano(); wall > stamp {
+		stamp = wall // a store clock set in the past (tests) still orders writes
+	}
+	for shard := range GrantShards {
+		err := s.retry(ctx, func() error {
+			_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName:                 &s.table,
+				Item:                      grantItem(u, shard, stamp),
+				ConditionExpression:       aws.String("attribute_not_exists(#gs) OR #gs < :gs"),
+				ExpressionAttributeNames:  map[string]string{"#gs": attrGrantStamp},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":gs": numAV(stamp)},
+			})
+			return err
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
+			return err
+		}
+	}
+	return nil
+}
+
+// healGrants writes the copies of a user's grant that are missing, from
+// the user's record: tables written before the grant copies existed get
+// them on a user's first call. It returns identity.ErrUnknown when there
+// is no record.
+func (s *Store) healGrants(ctx context.Context, userID string) error {
+	item, err := s.get(ctx, userKey(userID))
+	if err != nil {
+		return err
+	}
+	if item == nil {
+		return identity.ErrUnknown
+	}
+	u, err := decodeUser(item, userID)
+	if err != nil {
+		return err
+	}
+	for shard := range GrantShards {
+		err := s.retry(ctx, func() error {
+			_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
+				TableName:                &s.table,
+				Item:                     grantItem(u, shard, 0),
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+			})
+			return err
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteUser deletes the record of a user and every copy of its grant: no
+// call that starts afterwards is authorized. (Deleting only the record by
+// hand leaves the copies, which keep authorizing calls: disable a user, or
+// delete it with this.) A user that does not exist is no error.
+func (a *Admin) DeleteUser(ctx context.Context, userID string) error {
+	keys := []map[string]types.AttributeValue{userKey(userID)}
+	for shard := range GrantShards {
+		keys = append(keys, grantKey(userID, shard))
+	}
+	for _, k := range keys {
+		if err := a.store.retry(ctx, func() error {
+			_, err := a.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &a.table, Key: k})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
