@@ -296,6 +296,7 @@ type streamEvent struct {
 	Stream                         string
 	StartingPosition               string
 	BatchSize                      int
+	ParallelizationFactor          int
 	MaximumBatchingWindowInSeconds *int
 	FilterCriteria                 struct{ Filters []struct{ Pattern string } }
 	FunctionResponseTypes          []string
@@ -331,6 +332,12 @@ func TestTemplateStreamEventSource(t *testing.T) {
 	// One batch is delivered at once, every record in its own goroutine.
 	if se.BatchSize < 1 || se.BatchSize > stream.MaxConcurrent {
 		t.Errorf("BatchSize %d; internal/stream delivers %d records at once", se.BatchSize, stream.MaxConcurrent)
+	}
+	// Several batches of a shard at once (Lambda keeps each item's
+	// records in order), so that one slow helpdesk request holds only its
+	// own batch; within Lambda's 1 to 10.
+	if se.ParallelizationFactor < 2 || se.ParallelizationFactor > 10 {
+		t.Errorf("ParallelizationFactor %d, want 2 to 10", se.ParallelizationFactor)
 	}
 	if !slices.Equal(se.FunctionResponseTypes, []string{"ReportBatchItemFailures"}) || !se.BisectBatchOnFunctionError {
 		t.Errorf("FunctionResponseTypes %v, bisect %v: internal/stream answers batchItemFailures", se.FunctionResponseTypes, se.BisectBatchOnFunctionError)

@@ -30,13 +30,8 @@ func (h *Handler) queued(opKey, ticketID string, now time.Time) *delivery.Record
 	if h.Outbox == nil {
 		return nil
 	}
-	return &delivery.Record{
-		State:       delivery.Queued,
-		Destination: h.Outbox.Destination(),
-		Key:         delivery.Key(opKey, ticketID),
-		Since:       now,
-		Version:     1,
-	}
+	r := delivery.NewQueued(h.Outbox.Destination(), delivery.Key(opKey, ticketID), now)
+	return &r
 }
 
 // withDelivery appends the "delivery" member, what the caller is told of

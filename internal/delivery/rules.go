@@ -34,6 +34,12 @@ const (
 	// operation still deduplicates: a call repeated meanwhile is answered
 	// with the same ticket, never a second one.
 	SettleHorizon = 7 * 24 * time.Hour
+	// StreamGrace is how long after its creation a ticket's first attempt
+	// is left to the table's stream before the sweep makes it: a stream
+	// record that exhausted its retries, a function that could not start,
+	// or a mapping re-created after the stream's 24 hours never strands a
+	// ticket. (A lease keeps the two from attempting at once.)
+	StreamGrace = 2 * time.Minute
 )
 
 // DefaultPolicy is the Policy used when nothing is configured.
@@ -45,6 +51,14 @@ var DefaultPolicy = Policy{
 // LeaseFor is how long an attempt holds a delivery: a lookup and a create,
 // each bounded by Timeout, and LeaseMargin to record what happened.
 func (p Policy) LeaseFor() time.Duration { return 2*p.Timeout + LeaseMargin }
+
+// NewQueued is the delivery a new ticket is written with at now, queued
+// for destination under key, nothing attempted yet. Its first attempt is
+// the stream's; NextAt, StreamGrace later, is when the sweep takes it up
+// should the stream never bring it.
+func NewQueued(destination, key string, now time.Time) Record {
+	return Record{State: Queued, Destination: destination, Key: key, Since: now, NextAt: now.Add(StreamGrace), Version: 1}
+}
 
 // Horizon is how long the operation of a ticket queued for delivery is
 // kept at least: the longest its delivery may keep trying (MaxAge since it

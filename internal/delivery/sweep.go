@@ -16,43 +16,30 @@ const (
 	// heldSlack is waited past a lease's end before trying again, so the
 	// store's clock and ours need not agree to the millisecond.
 	heldSlack = 250 * time.Millisecond
-	// heldFirstPause and heldMaxPause bound Handle's waits between looks
-	// at a delivery another attempt holds.
-	heldFirstPause = 20 * time.Millisecond
-	heldMaxPause   = time.Second
-	// heldMaxLooks bounds the looks, whatever the clocks say.
-	heldMaxLooks = 100
+	// heldMaxLooks bounds the looks at a delivery whose holder keeps
+	// changing.
+	heldMaxLooks = 10
 )
 
 // Handle delivers ticket id if it can be attempted now, and otherwise makes
-// sure it will be. A delivery held by another attempt is usually settled in
-// moments (a stream record delivered twice, the stream racing the sweep):
-// Handle looks again after short, growing waits while the lease lives, and
-// when ctx has not the time to see it out, schedules the delivery in the
-// sweep's index for when the lease ends, so a worker that died holding it
-// does not strand it. The stream path uses it for every record it gets.
+// sure it will be. A delivery held by another attempt (a stream record
+// delivered twice, the stream racing the sweep) is not waited for: Handle
+// schedules it in the sweep's index for when that lease ends (Defer), so
+// that a worker that died holding it does not strand it, and returns at
+// once, leaving the stream's shard free for the next records. When the
+// holder finished or changed hands meanwhile it looks again, at most
+// heldMaxLooks times. The stream path uses it for every record it gets.
 func (w *Worker) Handle(ctx context.Context, id string) (Report, error) {
-	pause := heldFirstPause
 	for looks := 1; ; looks++ {
 		rep, err := w.Deliver(ctx, id)
 		if err != nil || rep.Outcome != OutcomeHeld {
 			return rep, err
 		}
-		left := rep.HeldUntil.Add(heldSlack).Sub(w.now())
-		if dl, ok := ctx.Deadline(); looks >= heldMaxLooks || ok && time.Until(dl) < min(pause, left)+w.Policy.LeaseFor() {
-			// No time to look again and then attempt: leave it to the
-			// sweep, due when the lease ends.
-			err := w.Store.Defer(ctx, id, rep.HeldBy, rep.HeldUntil.Add(heldSlack))
-			if errors.Is(err, ErrLeaseLost) {
-				pause = heldFirstPause
-				continue // it finished or changed hands meanwhile: look again
-			}
-			return rep, err
+		err = w.Store.Defer(ctx, id, rep.HeldBy, rep.HeldUntil.Add(heldSlack))
+		if errors.Is(err, ErrLeaseLost) && looks < heldMaxLooks {
+			continue // it finished or changed hands meanwhile: look again
 		}
-		if err := sleep(ctx, min(pause, left)); err != nil {
-			return rep, err
-		}
-		pause = min(2*pause, heldMaxPause)
+		return rep, err
 	}
 }
 

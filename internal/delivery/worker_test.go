@@ -148,7 +148,8 @@ func (r *rig) ticket() string {
 	rec := idempotency.Record{Key: key, UserID: "user-a", Tenant: "tenant-a", Function: ticket.CreateName,
 		State: idempotency.Completed, Fingerprint: "fp", TicketID: id, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "Printer", Priority: "normal", CreatedAt: now, OperationKey: key, RequestID: "r-" + id}
-	out := &delivery.Record{State: delivery.Queued, Destination: "script", Key: delivery.Key(key, id), Since: now, Version: 1}
+	q := delivery.NewQueued("script", delivery.Key(key, id), now)
+	out := &q
 	if existing, err := r.store.Create(context.Background(), rec, tk, out); err != nil || existing != nil {
 		r.t.Fatalf("create: %v %v", existing, err)
 	}
@@ -523,6 +524,39 @@ func TestHeldDeliveryIsDeferredToTheSweep(t *testing.T) {
 	}
 }
 
+// TestHeldDeliveryIsDeferredAtOnce: even with all the time in the world,
+// the stream path does not wait for another attempt's lease: it schedules
+// the delivery for when the lease ends and returns, so that one slow
+// helpdesk request does not hold up the records after it on the shard.
+func TestHeldDeliveryIsDeferredAtOnce(t *testing.T) {
+	r := newRig(t, dedup)
+	id := r.ticket()
+	until := t0.Add(policy.LeaseFor())
+	if _, _, err := r.store.Lease(context.Background(), id, "other", t0, until); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan delivery.Report, 1)
+	go func() {
+		rep, err := r.w.Handle(context.Background(), id) // no deadline
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	select {
+	case rep := <-done:
+		if rep.Outcome != delivery.OutcomeHeld {
+			t.Fatalf("Handle = %+v", rep)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Handle waited for a lease another attempt holds")
+	}
+	r.advance(until.Sub(t0) + time.Second)
+	if due := r.due(); len(due) != 1 || due[0] != id {
+		t.Fatalf("due after the lease: %v", due)
+	}
+}
+
 // TestLostLeaseIsReported: an attempt outlives its lease, another worker
 // takes the delivery over; the first cannot record over it.
 func TestLostLeaseIsReported(t *testing.T) {
@@ -553,21 +587,24 @@ func TestLostLeaseIsReported(t *testing.T) {
 	}
 }
 
+// TestSweepTakesOnlyDueRetries: the sweep takes a retry once it is due, and
+// a new ticket once the stream has had delivery.StreamGrace for its first
+// attempt; both count in the queued backlog meanwhile.
 func TestSweepTakesOnlyDueRetries(t *testing.T) {
 	r := newRig(t, neither)
-	r.dest.creates = []delivery.Result{throttled, created}
+	r.dest.creates = []delivery.Result{throttled, created, created}
 	soon, fresh := r.ticket(), r.ticket()
 	_ = fresh // queued for its first attempt: the stream's, not the sweep's
 	if rep := r.deliver(soon); rep.Outcome != delivery.OutcomeRetried {
 		t.Fatal(rep)
 	}
 	sw, err := r.w.Sweep(context.Background())
-	if err != nil || sw.Due != 0 || sw.Backlog.Queued != 1 {
+	if err != nil || sw.Due != 0 || sw.Backlog.Queued != 2 {
 		t.Fatalf("sweep before due: %+v %v", sw, err)
 	}
 	r.advance(time.Hour)
 	sw, err = r.w.Sweep(context.Background())
-	if err != nil || sw.Due != 1 || sw.Outcomes[delivery.OutcomeDelivered] != 1 || sw.Backlog.Queued != 0 {
+	if err != nil || sw.Due != 2 || sw.Outcomes[delivery.OutcomeDelivered] != 2 || sw.Backlog.Queued != 0 {
 		t.Fatalf("sweep when due: %+v %v", sw, err)
 	}
 }
@@ -602,5 +639,37 @@ func TestRefusedCredentialsAreReportedForTheAlarm(t *testing.T) {
 	}
 	if !slices.Equal(obs.auth, []bool{true, true, false, false}) || obs.outcomes[3] != delivery.OutcomeDelivered {
 		t.Fatalf("observed outcomes %v, auth %v", obs.outcomes, obs.auth)
+	}
+}
+
+// TestFirstAttemptNeverStrands: a new ticket's first attempt is the
+// stream's; should its record never be handled (retries exhausted, the
+// function unable to start, a mapping re-created after 24 hours), the sweep
+// finds it without a scan once delivery.StreamGrace has passed, and
+// delivers it.
+func TestFirstAttemptNeverStrands(t *testing.T) {
+	r := newRig(t, dedup)
+	r.dest.creates = []delivery.Result{created}
+	id := r.ticket()
+	if due := r.due(); len(due) != 0 {
+		t.Fatalf("due at once: %v; the first attempt is the stream's", due)
+	}
+	r.advance(delivery.StreamGrace - time.Second)
+	if due := r.due(); len(due) != 0 {
+		t.Fatalf("due inside the grace: %v", due)
+	}
+	r.advance(2 * time.Second)
+	if due := r.due(); len(due) != 1 || due[0] != id {
+		t.Fatalf("due after the grace: %v, want [%s]", due, id)
+	}
+	sw, err := r.w.Sweep(context.Background())
+	if err != nil || sw.Outcomes[delivery.OutcomeDelivered] != 1 {
+		t.Fatalf("sweep %+v, %v", sw, err)
+	}
+	if d := r.record(id); d.State != delivery.Delivered {
+		t.Fatalf("delivery %+v", d)
+	}
+	if due := r.due(); len(due) != 0 {
+		t.Fatalf("still due after delivery: %v", due)
 	}
 }

@@ -176,7 +176,13 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 	in := &dynamodb.UpdateItemInput{
 		TableName:           &s.table,
 		Key:                 ticketKey(id),
-		ConditionExpression: aws.String("#d = :queued AND (attribute_not_exists(#lu) OR #lu < :now) AND (attribute_not_exists(#na) OR #na <= :now)"),
+		// Due; or never attempted (a new ticket's next_at is when the
+		// sweep may take it up should the stream not, StreamGrace later,
+		// not a bar to the stream's first attempt); or left by an attempt
+		// whose lease ended without a result (its worker died): taken
+		// over at once, as maybe sent.
+		ConditionExpression: aws.String("#d = :queued AND (attribute_not_exists(#lu) OR #lu < :now) AND " +
+			"(attribute_not_exists(#na) OR #na <= :now OR #att = :zero OR (attribute_exists(#lo) AND #lo <> :none))"),
 		UpdateExpression: aws.String("SET #plo = if_not_exists(#lo, :none), #plu = if_not_exists(#lu, :zero), " +
 			"#lo = :owner, #lu = :until, #att = if_not_exists(#att, :zero) + :one, #fs = if_not_exists(#fs, :now), #dv = if_not_exists(#dv, :zero) + :one"),
 		ExpressionAttributeNames: map[string]string{

@@ -18,8 +18,9 @@
 // log line with what the queue message would carry. A Schedule invokes the
 // same handler with a scheduled event at the template's rate.
 //
-// Departures from AWS, each on purpose: one batch at a time per shard (the
-// template sets no ParallelizationFactor); polling every PollInterval; the
+// Departures from AWS, each on purpose: one batch at a time per shard,
+// whatever the template's ParallelizationFactor (per-ticket order holds
+// either way); polling every PollInterval; the
 // on-failure destination is the log; and retries wait RetryBackoff, not
 // Lambda's own schedule.
 package mapping

@@ -21,6 +21,9 @@ type Settings struct {
 	StreamViewType string
 	// BatchSize is the most records one invocation gets.
 	BatchSize int
+	// Parallelization is the ParallelizationFactor: how many batches of a
+	// shard Lambda runs at once (the local Mapping runs one at a time).
+	Parallelization int
 	// StartingPosition is TRIM_HORIZON or LATEST.
 	StartingPosition string
 	// Filters are the FilterCriteria patterns; a record is delivered when
@@ -146,8 +149,12 @@ func (s *Settings) readStreamEvent(raw json.RawMessage) (string, error) {
 	if s.BatchSize < 1 || s.BatchSize > 10000 {
 		return "", fmt.Errorf("BatchSize %d is outside 1..10000", s.BatchSize)
 	}
-	if p.ParallelizationFactor != nil && *p.ParallelizationFactor != 1 {
-		return "", fmt.Errorf("ParallelizationFactor %d: the local mapping runs one batch at a time per shard", *p.ParallelizationFactor)
+	s.Parallelization = 1
+	if p.ParallelizationFactor != nil {
+		s.Parallelization = *p.ParallelizationFactor
+	}
+	if s.Parallelization < 1 || s.Parallelization > 10 {
+		return "", fmt.Errorf("ParallelizationFactor %d is outside 1..10", s.Parallelization)
 	}
 	s.StartingPosition = p.StartingPosition
 	if s.StartingPosition != "TRIM_HORIZON" && s.StartingPosition != "LATEST" {
