@@ -215,3 +215,36 @@ func TestDeadWorkerAfterTheHelpdeskCreated(t *testing.T) {
 		})
 	}
 }
+
+// TestALookupThatIgnoresItsFilterNeverDelivers: after an ambiguous create,
+// a helpdesk (or a proxy in front of it) that ignores ?external_id= lists
+// another ticket. The delivery must not become delivered with that
+// ticket's id: it ends uncertain, for a person, and nothing is lost.
+func TestALookupThatIgnoresItsFilterNeverDelivers(t *testing.T) {
+	e := newE2E(t, webhook.Name, delivery.Capabilities{Lookup: true})
+	other := e.ticket()
+	if rep := e.settle(other); rep.State != delivery.Delivered {
+		t.Fatalf("the other ticket: %+v", rep)
+	}
+	theirs := e.record(other).Receipt
+	for _, f := range []helpdesk.Fault{
+		{Kind: helpdesk.FailBefore, Status: 503},
+		{Kind: helpdesk.IgnoreFilter, Op: helpdesk.Lookup, Count: helpdesk.MaxFaultCount},
+	} {
+		if err := e.hd.Inject(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := e.ticket()
+	rep := e.settle(id)
+	d := e.record(id)
+	if rep.State == delivery.Delivered || d.Receipt.ID == theirs.ID {
+		t.Fatalf("state %s with helpdesk id %q: another ticket (%q) was taken for ours", rep.State, d.Receipt.ID, theirs.ID)
+	}
+	if rep.State != delivery.Uncertain || !d.MaybeSent {
+		t.Fatalf("state %s (%+v), want uncertain", rep.State, rep)
+	}
+	if n := len(e.hd.TicketsByExternalID(id)); n != 0 {
+		t.Fatalf("%d tickets at the helpdesk, want 0 (the create failed before creating)", n)
+	}
+}

@@ -116,16 +116,24 @@ func TestLookupAnswers(t *testing.T) {
 		id      string
 	}{
 		{`{"tickets":[]}`, delivery.Absent, "absent", ""},
-		{`{"tickets":[{"id":"HD-7","url":"https://hd.example/7"}]}`, delivery.Found, "found", "HD-7"},
-		{`{"tickets":[{"id":7}]}`, delivery.Found, "found", "7"},
-		{`{"tickets":[{"id":123456789012345678901234}]}`, delivery.Found, "found", "123456789012345678901234"},
-		{`{"tickets":[{"id":-7}]}`, delivery.Unavailable, "bad_answer", ""},
-		{`{"tickets":[{"id":"a"},{"id":"b"}]}`, delivery.Found, "found_several", "a"},
+		{`{"tickets":[{"id":"HD-7","url":"https://hd.example/7","external_id":"ticket-1"}]}`, delivery.Found, "found", "HD-7"},
+		{`{"tickets":[{"id":7,"external_id":"ticket-1"}]}`, delivery.Found, "found", "7"},
+		{`{"tickets":[{"id":123456789012345678901234,"external_id":"ticket-1"}]}`, delivery.Found, "found", "123456789012345678901234"},
+		{`{"tickets":[{"id":-7,"external_id":"ticket-1"}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":"a","external_id":"ticket-1"},{"id":"b","external_id":"ticket-1"}]}`, delivery.Found, "found_several", "a"},
 		{`{}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":null}`, delivery.Unavailable, "bad_answer", ""},
-		{`{"tickets":[{"url":"https://hd.example/7"}]}`, delivery.Unavailable, "bad_answer", ""},
-		{`{"tickets":[{"id":{"n":1}}]}`, delivery.Unavailable, "bad_answer", ""},
-		{`{"tickets":[{"id":1.5}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"url":"https://hd.example/7","external_id":"ticket-1"}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":{"n":1},"external_id":"ticket-1"}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":1.5,"external_id":"ticket-1"}]}`, delivery.Unavailable, "bad_answer", ""},
+		// A lookup proves its match: a ticket without our external id,
+		// with null or with another is not ours, wherever it is listed.
+		{`{"tickets":[{"id":"HD-7"}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":"HD-7","external_id":null}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":"HD-7","external_id":"ticket-2"}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":"HD-7","external_id":"TICKET-1"}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":"a","external_id":"ticket-1"},{"id":"b","external_id":"other"}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":"a","external_id":7}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`<html>`, delivery.Unavailable, "bad_answer", ""},
 	} {
 		body = c.body
@@ -136,6 +144,29 @@ func TestLookupAnswers(t *testing.T) {
 	}
 	if q, _ := query.Load().(string); q != "external_id=ticket-1&team=blue" {
 		t.Errorf("query = %q", q)
+	}
+}
+
+// TestALookupThatIgnoresItsFilter: the local helpdesk holds another
+// ticket and lists it whatever ?external_id= asks. The lookup must not
+// take it for ours; once the filter works again, ours is found.
+func TestALookupThatIgnoresItsFilter(t *testing.T) {
+	hd := desttest.Start(t, helpdesk.Options{Token: token, Capabilities: delivery.Capabilities{Lookup: true}})
+	d := adapter.New(t, hd, time.Second)
+	defer d.CloseIdleConnections()
+	other := desttest.NewTicket()
+	if r := d.Create(context.Background(), "other-key", other); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	ours := desttest.NewTicket()
+	if err := hd.Inject(helpdesk.Fault{Kind: helpdesk.IgnoreFilter, Op: helpdesk.Lookup}); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Lookup(context.Background(), ours.ID); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" || r.Receipt != (delivery.Receipt{}) {
+		t.Fatalf("a lookup listing another ticket = %+v, want unavailable bad_answer", r)
+	}
+	if r := d.Lookup(context.Background(), other.ID); r.Outcome != delivery.Found || r.Receipt.ID != "1" {
+		t.Fatalf("a lookup of the other ticket = %+v, want found 1", r)
 	}
 }
 

@@ -244,7 +244,8 @@ func keyReused(body []byte) bool {
 	return json.Unmarshal(body, &e) == nil && e.Error == ErrorKeyReused
 }
 
-// Lookup lists the tickets whose external_id is externalID.
+// Lookup lists the tickets whose external_id is externalID. A list with a
+// ticket that does not carry externalID is a bad answer.
 func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Result {
 	target := d.base + TicketsPath + "?" + url.Values{"external_id": {externalID}}.Encode()
 	return d.client.Lookup(ctx, target, d.auth, func(a httpsend.Answer) ([]delivery.Receipt, bool) {
@@ -256,8 +257,10 @@ func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Re
 		}
 		out := make([]delivery.Receipt, 0, len(*list.Tickets))
 		for _, t := range *list.Tickets {
-			if t.ExternalID != nil && *t.ExternalID != externalID {
-				return nil, false // not the list asked for
+			if t.ExternalID == nil || *t.ExternalID != externalID {
+				// Missing, null or another: not proven to be the ticket
+				// asked for (a proxy may have dropped the filter).
+				return nil, false
 			}
 			rc, ok := d.receipt(t)
 			if !ok {

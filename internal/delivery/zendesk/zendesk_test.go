@@ -274,6 +274,11 @@ func TestLookupAnswers(t *testing.T) {
 		{`{"tickets":[{"id":35436,"external_id":"t-1","url":"https://x/api/v2/tickets/35436.json"}]}`, delivery.Found, "found", "35436"},
 		{`{"tickets":[{"id":1,"external_id":"t-1"},{"id":2,"external_id":"t-1"}]}`, delivery.Found, "found_several", "1"},
 		{`{"tickets":[{"id":1,"external_id":"other"}]}`, delivery.Unavailable, "bad_answer", ""},
+		// A lookup proves its match: a ticket without our external id, or
+		// with null, is not ours.
+		{`{"tickets":[{"id":1}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":1,"external_id":null}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":1,"external_id":"t-1"},{"id":2}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":[{"id":"x"}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":[{"id":-4}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"count":0}`, delivery.Unavailable, "bad_answer", ""},
@@ -286,6 +291,32 @@ func TestLookupAnswers(t *testing.T) {
 		if r.Outcome == delivery.Found && r.Receipt.URL != srv.URL+"/agent/tickets/"+c.id {
 			t.Errorf("receipt URL %q", r.Receipt.URL)
 		}
+	}
+}
+
+// TestALookupThatIgnoresItsFilter: the local helpdesk holds another
+// ticket, created without an external id, and lists it whatever
+// ?external_id= asks. The lookup must not take it for ours.
+func TestALookupThatIgnoresItsFilter(t *testing.T) {
+	hd := desttest.Start(t, helpdesk.Options{Capabilities: delivery.Capabilities{Lookup: true}})
+	d := newDest(t, hd, zendesk.Options{})
+	other := desttest.NewTicket()
+	other.ID = ""
+	if r := d.Create(context.Background(), "other-key", other); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	if err := hd.Inject(helpdesk.Fault{Kind: helpdesk.IgnoreFilter, Op: helpdesk.Lookup, Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Lookup(context.Background(), "ours"); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" || r.Receipt != (delivery.Receipt{}) {
+		t.Fatalf("a lookup listing a ticket without an external id = %+v, want unavailable bad_answer", r)
+	}
+	mine := desttest.NewTicket()
+	if r := d.Create(context.Background(), "my-key", mine); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	if r := d.Lookup(context.Background(), mine.ID); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" {
+		t.Fatalf("a lookup listing ours and another = %+v, want unavailable bad_answer", r)
 	}
 }
 
