@@ -121,6 +121,10 @@ type entry struct {
 	cause    error
 }
 
+// UnknownFunction is logged, and counted, in place of a function name
+// that is not in the catalogue.
+const UnknownFunction = "(unknown)"
+
 // Call serves one callback.
 func (h *Handler) Call(ctx context.Context, r Request) protocol.Answer {
 	start := h.Now()
@@ -220,7 +224,12 @@ func (h *Handler) call(ctx context.Context, r Request, e *entry) protocol.Answer
 	if p != nil {
 		return h.refuse(e, p)
 	}
-	e.function = req.Function
+	// Only a function of the catalogue is named in the log and the
+	// metrics: the caller's text is not, before or after it is checked.
+	e.function = UnknownFunction
+	if f := h.function(req.Function); f != nil {
+		e.function = f.Name
+	}
 
 	// Identify: the tenant comes from our record, never from the request.
 	if req.ExternalUserID == "" {
