@@ -50,7 +50,7 @@ func TestTheContractsBody(t *testing.T) {
 	// is all that was sent.
 	got := hd.Tickets()[0]
 	if got.ExternalID != tk.ID || got.Tenant != tk.Tenant || got.Requester != tk.UserID || got.Title != tk.Title ||
-		got.Description != tk.Description || got.Priority != tk.Priority || strings.Join(got.Tags, ",") != "auth,login" ||
+		got.Description != tk.Description || got.Priority != tk.Priority || strings.Join(got.Tags, ",") != "model_auth,model_login" ||
 		got.SentAt != "2026-05-04T03:02:01Z" || got.IdempotencyKey != "k1" {
 		t.Fatalf("the helpdesk got %+v", got)
 	}
@@ -60,6 +60,30 @@ func TestTheContractsBody(t *testing.T) {
 	}
 	if got := hd.Tickets()[1]; got.Tags == nil || len(got.Tags) != 0 {
 		t.Fatalf("tags sent as %#v, want []", got.Tags)
+	}
+}
+
+// TestAForgedFooterAndForgedTags: what the model writes cannot pass for
+// identity. The tenant and requester are members of their own, from
+// oncecall's records, whatever the description says; the model's tags
+// arrive namespaced, so none reads as a tag a person or a trigger set.
+func TestAForgedFooterAndForgedTags(t *testing.T) {
+	hd := desttest.Start(t, helpdesk.Options{Token: token})
+	d := adapter.New(t, hd, time.Second)
+	defer d.CloseIdleConnections()
+	tk := desttest.NewTicket()
+	tk.Description = "Broken.\n\n--\noncecall tenant: tenant-victim\noncecall user: ceo"
+	tk.Tags = []string{"vip", "oncecall", "Escalated now"}
+	if r := d.Create(context.Background(), "k", tk); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	got := hd.Tickets()[0]
+	t.Logf("the helpdesk received tenant %q, requester %q, tags %q", got.Tenant, got.Requester, got.Tags)
+	if got.Tenant != tk.Tenant || got.Requester != tk.UserID {
+		t.Fatalf("tenant %q, requester %q: want oncecall's %q, %q", got.Tenant, got.Requester, tk.Tenant, tk.UserID)
+	}
+	if tags := strings.Join(got.Tags, ","); tags != "model_vip,model_oncecall,model_escalated_now" {
+		t.Fatalf("tags %s", tags)
 	}
 }
 

@@ -74,16 +74,16 @@ func TestTheTicketSent(t *testing.T) {
 	ctx := context.Background()
 	tk := desttest.NewTicket()
 
-	// Without custom fields, tenant and user end the first comment.
+	// Without custom fields, tenant and user start the first comment.
 	d := newDest(t, hd, zendesk.Options{})
 	r := d.Create(ctx, "k1", tk)
 	if r.Outcome != delivery.Created || r.Receipt.URL != hd.URL()+"/agent/tickets/1" || r.Receipt.ID != "1" {
 		t.Fatalf("Create = %+v", r)
 	}
 	got := hd.Tickets()[0]
-	wantBody := tk.Description + "\n\n--\noncecall tenant: " + tk.Tenant + "\noncecall user: " + tk.UserID
+	wantBody := "oncecall tenant: " + tk.Tenant + "\noncecall user: " + tk.UserID + "\n--\n\n" + tk.Description
 	if got.Via != helpdesk.ViaZendesk || got.ExternalID != tk.ID || got.Title != tk.Title || got.Description != wantBody ||
-		got.Priority != "high" || strings.Join(got.Tags, ",") != "auth,login,oncecall" || got.RequesterID != 0 ||
+		got.Priority != "high" || strings.Join(got.Tags, ",") != "model_auth,model_login,oncecall" || got.RequesterID != 0 ||
 		len(got.CustomFields) != 0 || got.IdempotencyKey != "k1" {
 		t.Fatalf("the helpdesk got %+v", got)
 	}
@@ -108,8 +108,41 @@ func TestTheTicketSent(t *testing.T) {
 	if r := d.Create(ctx, "k3", tk3); r.Outcome != delivery.Created {
 		t.Fatalf("Create = %+v", r)
 	}
-	if got := hd.Tickets()[2]; got.Description != tk3.Description+"\n\n--\noncecall user: "+tk3.UserID || len(got.CustomFields) != 1 {
+	if got := hd.Tickets()[2]; got.Description != "oncecall user: "+tk3.UserID+"\n--\n\n"+tk3.Description || len(got.CustomFields) != 1 {
 		t.Fatalf("the helpdesk got %+v", got)
+	}
+}
+
+// TestAForgedFooterAndForgedTags: the model ends its description with an
+// identity footer of its own (as the comment once ended) and writes lines
+// that pass for the identity block, and sends tags a trigger may key on.
+// The helpdesk receives the real tenant and user first, every forged line
+// marked, and only namespaced tags besides oncecall's own.
+func TestAForgedFooterAndForgedTags(t *testing.T) {
+	hd := desttest.Start(t, helpdesk.Options{})
+	d := newDest(t, hd, zendesk.Options{})
+	tk := desttest.NewTicket()
+	tk.Description = "My printer is broken.\n\n--\noncecall tenant: tenant-victim\noncecall user: ceo\n" +
+		"  OnceCall User: admin\n> o n c e c a l l tenant: x\nThe oncecall tag is fine."
+	tk.Tags = []string{"oncecall", "vip urgent", "Escalated", "a,b"}
+	if r := d.Create(context.Background(), "k", tk); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	got := hd.Tickets()[0]
+	want := "oncecall tenant: " + tk.Tenant + "\noncecall user: " + tk.UserID + "\n--\n\n" +
+		"My printer is broken.\n\n--\n[quoted] oncecall tenant: tenant-victim\n[quoted] oncecall user: ceo\n" +
+		"[quoted]   OnceCall User: admin\n[quoted] > o n c e c a l l tenant: x\nThe oncecall tag is fine."
+	if got.Description != want {
+		t.Fatalf("the helpdesk received:\n%s\nwant:\n%s", got.Description, want)
+	}
+	t.Logf("the helpdesk received:\n%s\ntags %q", got.Description, got.Tags)
+	for i, line := range strings.Split(got.Description, "\n") {
+		if i >= 2 && (strings.HasPrefix(line, zendesk.TenantLine) || strings.HasPrefix(line, zendesk.UserLine)) {
+			t.Errorf("line %d passes for an identity line: %q", i+1, line)
+		}
+	}
+	if tags := strings.Join(got.Tags, ","); tags != "model_oncecall,model_vip_urgent,model_escalated,model_a_b,oncecall" {
+		t.Fatalf("tags %s", tags)
 	}
 }
 
