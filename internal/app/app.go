@@ -131,7 +131,8 @@ func IsLoopback(endpoint string) bool {
 
 // ResolveHookKey fills cfg's hook keys from Secrets Manager when cfg names a
 // secret; that read is the only network call of a cold start. Without a
-// secret, the keys are the ones the environment gave (local runs).
+// secret, the keys are the ones the environment gave (local runs). A key
+// in the secret unfit for purpose (nonce.CheckKey) is refused.
 func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
 	if cfg.HookKeySecretARN == "" {
 		return cfg, nil
@@ -139,6 +140,14 @@ func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (
 	keys, err := secret.HookKeys(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.HookKeySecretARN)
 	if err != nil {
 		return cfg, err
+	}
+	for _, k := range []struct{ name, key string }{{"current", keys.Current}, {"previous", keys.Previous}} {
+		if k.key == "" {
+			continue
+		}
+		if err := nonce.CheckKey(k.key, cfg.Local); err != nil {
+			return cfg, fmt.Errorf("hook key secret: the %q key %v", k.name, err)
+		}
 	}
 	cfg.HookKey, cfg.PreviousHookKey = keys.Current, keys.Previous
 	return cfg, nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -68,6 +70,13 @@ type Config struct {
 	// verifies no nonce (so needs no hook key) and exists only to deliver
 	// (so needs a destination).
 	DeliveryOnly bool
+	// Local is set in the base of a local run (the local server and the
+	// tools): the hook key may come from HOOK_KEY and may be the public
+	// demo key. Load also sets it when DYNAMODB_ENDPOINT is a local store
+	// (LocalEndpoint: make invoke, sam local invoke). Otherwise (on AWS
+	// Lambda) the hook key comes from Secrets Manager only, and must be
+	// fit for purpose (nonce.CheckKey).
+	Local bool
 }
 
 // Defaults for a local run.
@@ -78,6 +87,7 @@ var Defaults = Config{
 	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
+	Local:            true,
 }
 
 // Lambda holds the defaults on AWS Lambda: no table name and no hook key,
@@ -149,9 +159,21 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 		c.HookKeySecretARN = v
 		c.HookKey, c.PreviousHookKey = "", ""
 	}
-	for name, k := range map[string]string{EnvHookKey: c.HookKey, EnvHookKeyPrev: c.PreviousHookKey} {
-		if len(k) > nonce.MaxKeyBytes {
-			bad(name, "is %d bytes; BCrypt uses at most %d", len(k), nonce.MaxKeyBytes)
+	c.Local = c.Local || LocalEndpoint(c.Endpoint)
+	for _, k := range []struct{ name, key string }{{EnvHookKey, c.HookKey}, {EnvHookKeyPrev, c.PreviousHookKey}} {
+		switch {
+		case k.key == "":
+		case len(k.key) > nonce.MaxKeyBytes:
+			bad(k.name, "is %d bytes; BCrypt uses at most %d", len(k.key), nonce.MaxKeyBytes)
+		case !c.Local && getenv(k.name) != "":
+			// A key in a function's environment is in its configuration,
+			// readable by whoever may read that, and stays after a rotation.
+			bad(k.name, "is refused on AWS Lambda: put the hook key in the Secrets Manager secret named by %s (%s is for local runs, whose %s is a local store)",
+				EnvHookKeySecret, k.name, EnvEndpoint)
+		default:
+			if err := nonce.CheckKey(k.key, c.Local); err != nil {
+				bad(k.name, "%v", err)
+			}
 		}
 	}
 	if c.HookKey == "" && c.HookKeySecretARN == "" && !c.DeliveryOnly {
@@ -213,6 +235,22 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))
 	}
 	return c, nil
+}
+
+// LocalEndpoint reports whether endpoint is a store on this machine: a
+// loopback host, localhost, or host.docker.internal (the host as
+// `sam local invoke`'s container sees it).
+func LocalEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || endpoint == "" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || host == "host.docker.internal" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func validTableName(s string) bool {

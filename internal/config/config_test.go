@@ -165,7 +165,7 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 
 func TestLoadLocalDefaultKeyGivesWayToASecret(t *testing.T) {
 	base := config.Defaults
-	base.HookKey = "local-default"
+	base.HookKey = nonce.DemoKey
 	c, err := config.Load(env(map[string]string{config.EnvHookKeySecret: secretARN}), base, functions)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,68 @@ func TestLoadLocalDefaultKeyGivesWayToASecret(t *testing.T) {
 		t.Errorf("HookKey=%q secret=%q: the secret must be the only source", c.HookKey, c.HookKeySecretARN)
 	}
 	c, err = config.Load(env(nil), base, functions)
-	if err != nil || c.HookKey != "local-default" || c.Table != "oncecall" {
+	if err != nil || c.HookKey != nonce.DemoKey || c.Table != "oncecall" {
 		t.Errorf("local defaults: %+v, %v", c, err)
+	}
+}
+
+// TestHookKeysFitForPurpose: on Lambda the hook key comes from Secrets
+// Manager only; a key from the environment is accepted only for a local
+// run (the local server's base, or a local store), and every key must be
+// at least nonce.MinKeyBytes, not blank, and not the public demo key
+// (which only a local run may use). No message echoes the key.
+func TestHookKeysFitForPurpose(t *testing.T) {
+	strong := "k2Vq9xR7mN4pL8sT1wY6zA3bC5dE0fG7hJ"
+	lambdaWithKey := func(k map[string]string, endpoint string) map[string]string {
+		e := lambdaEnv()
+		delete(e, config.EnvHookKeySecret)
+		if endpoint != "" {
+			e[config.EnvEndpoint] = endpoint
+		}
+		for n, v := range k {
+			e[n] = v
+		}
+		return e
+	}
+	for _, c := range []struct {
+		name string
+		base config.Config
+		env  map[string]string
+		want string // "" accepted; else fragments of the message
+	}{
+		{"on Lambda, a strong key from the environment", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong}, ""),
+			"HOOK_KEY: is refused on AWS Lambda: put the hook key in the Secrets Manager secret named by HOOK_KEY_SECRET_ARN"},
+		{"on Lambda, a previous key from the environment", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong, config.EnvHookKeyPrev: strong + "x"}, "https://dynamodb.eu-west-1.amazonaws.com"),
+			"HOOK_KEY_PREVIOUS: is refused on AWS Lambda"},
+		{"make invoke: the demo key, a loopback store", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: nonce.DemoKey}, "http://127.0.0.1:8000"), ""},
+		{"sam local invoke: the demo key, the host's store", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: nonce.DemoKey}, "http://host.docker.internal:8000"), ""},
+		{"a local store, a one-letter key", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: "k"}, "http://localhost:8000"),
+			"HOOK_KEY: is shorter than 32 bytes"},
+		{"a local store, a single space", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: " "}, "http://[::1]:8000"),
+			"HOOK_KEY: is empty or only white space"},
+		{"a local store, 32 spaces and tabs", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strings.Repeat(" \t", 16)}, "http://127.0.0.1:8000"),
+			"HOOK_KEY: is empty or only white space"},
+		{"a local store, 31 bytes", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong[:31]}, "http://127.0.0.1:8000"),
+			"HOOK_KEY: is shorter than 32 bytes"},
+		{"a local store, 32 bytes", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong[:32]}, "http://127.0.0.1:8000"), ""},
+		{"the local server, the demo key", config.Defaults, map[string]string{config.EnvHookKey: nonce.DemoKey}, ""},
+		{"the local server, a short previous key", config.Defaults, map[string]string{config.EnvHookKey: strong, config.EnvHookKeyPrev: "old"},
+			"HOOK_KEY_PREVIOUS: is shorter than 32 bytes"},
+		{"the local server, a blank key", config.Defaults, map[string]string{config.EnvHookKey: "   "}, "HOOK_KEY: is empty or only white space"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Load(env(c.env), c.base, functions)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && err == nil:
+				t.Fatalf("accepted; want %q", c.want)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Fatalf("message %q lacks %q", err, c.want)
+			}
+			if err != nil && strings.Contains(err.Error(), strong[:20]) {
+				t.Errorf("message echoes the key: %v", err)
+			}
+		})
 	}
 }
