@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/metrics"
+	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -102,8 +104,9 @@ func TestTemplateFunction(t *testing.T) {
 	if s.Logging.ApplicationLogLevel == nil || !slices.Contains([]string{"DEBUG", "INFO", "TRACE"}, *s.Logging.ApplicationLogLevel) {
 		t.Errorf("ApplicationLogLevel = %v: above INFO, Lambda drops the EMF lines", s.Logging.ApplicationLogLevel)
 	}
-	if fn.ReservedConcurrentExecutions != nil {
-		t.Errorf("ReservedConcurrentExecutions = %d by default, want none", *fn.ReservedConcurrentExecutions)
+	// Flood-proof by default: the callback's concurrency is capped.
+	if fn.ReservedConcurrentExecutions == nil || *fn.ReservedConcurrentExecutions != 10 {
+		t.Errorf("ReservedConcurrentExecutions = %v by default, want 10", fn.ReservedConcurrentExecutions)
 	}
 	routes := map[string]bool{}
 	for name, ev := range fn.Events {
@@ -139,6 +142,18 @@ func TestTemplateFunction(t *testing.T) {
 	}
 }
 
+// TestTemplateReservesNoConcurrencyOnRequest: -1 is there for accounts
+// whose quota cannot spare the default reservation.
+func TestTemplateReservesNoConcurrencyOnRequest(t *testing.T) {
+	fn, err := deploy(t, map[string]string{"ReservedConcurrency": "-1"}).Typed.GetServerlessFunctionWithName("CallbackFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fn.ReservedConcurrentExecutions != nil {
+		t.Errorf("ReservedConcurrency=-1 gives %d, want none reserved", *fn.ReservedConcurrentExecutions)
+	}
+}
+
 func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 	s := deploy(t, map[string]string{"NonceMaxCost": "12", "Retention": "48h", "KeyPolicy": "create_ticket=request"})
 	env := s.env(t)
@@ -168,6 +183,11 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 	}
 	if c.HookKey != "" || c.HookKeySecretARN != existingSecret || c.NonceMaxCost != 12 || !c.Metrics {
 		t.Errorf("loaded %+v", c)
+	}
+	// Flood-proof by default: the template, like the code, accepts no
+	// nonce above AIVAX's cost 9.
+	if v := deploy(t, nil).env(t)[config.EnvNonceMaxCost]; v != strconv.Itoa(nonce.DefaultMaxCost) || nonce.DefaultMaxCost != 9 {
+		t.Errorf("%s = %q by default and nonce.DefaultMaxCost = %d; want both AIVAX's 9", config.EnvNonceMaxCost, v, nonce.DefaultMaxCost)
 	}
 	// Every value each parameter allows loads too.
 	raw := readTemplate(t)

@@ -16,8 +16,9 @@ const (
 	// MinCost is the lowest cost BCrypt defines.
 	MinCost = bcrypt.MinCost
 	// DefaultMaxCost is the highest cost a Verifier accepts unless told
-	// otherwise. AIVAX hashes at cost 9; 10 leaves room for one step up.
-	DefaultMaxCost = 10
+	// otherwise: AIVAX hashes at cost 9, so a forged nonce of cost 10 or
+	// more is refused without any BCrypt work.
+	DefaultMaxCost = 9
 	// HardMaxCost caps any configured maximum: every step doubles the work,
 	// and cost 14 already takes about a second of CPU.
 	HardMaxCost = 14
