@@ -387,3 +387,44 @@ func TestHookKeyRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestHookKeyRotationPreviousEnds: the secret gives the previous key an
+// end ("previous_until"); once it has passed, nonces of that key are
+// refused by the deployed function, whatever AIVAX still sends.
+func TestHookKeyRotationPreviousEnds(t *testing.T) {
+	const newKey = "rotated-hook-key-5f1e9a7c3b2d4e6f8a0b1c2d"
+	m, err := eventset.Load(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := m.Case("functions.json")
+	for _, tc := range []struct {
+		name, until string
+		old         int
+	}{
+		{"previous key past its end", "2020-01-01T00:00:00Z", http.StatusForbidden},
+		{"previous key before its end", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, _ := samtest.StartStore(t, testTable)
+			a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + newKey + `","previous":"` + deployedKey +
+				`","previous_until":"` + tc.until + `"}`})
+			e := bins.StartEmulator(t, deployedEnv(t, a))
+			for i, k := range []struct {
+				key    string
+				status int
+			}{{newKey, http.StatusOK}, {deployedKey, tc.old}} {
+				p := m.Player()
+				p.HookKey = k.key
+				ev, err := p.Event(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp := answer(t, invoke(t, e, fmt.Sprintf("end-%d", i), ev))
+				if resp.StatusCode != k.status {
+					t.Errorf("nonce of key %d: %d %s, want %d", i, resp.StatusCode, resp.Body, k.status)
+				}
+			}
+		})
+	}
+}

@@ -49,6 +49,13 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	// Keys from the secret follow it: a rotation or a revocation reaches
+	// this container within secret.RefreshInterval.
+	if cfg.HookKeySecretARN != "" {
+		if h.Verifier, err = app.RotatingHookKeys(awsCfg, cfg, logger); err != nil {
+			fatal(err)
+		}
+	}
 	lambda.Start(apigw.New(h, cfg.PublicURL).Handle)
 }
 

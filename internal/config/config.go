@@ -53,12 +53,15 @@ type Config struct {
 	HookKey          string
 	PreviousHookKey  string
 	HookKeySecretARN string
-	NonceMaxCost     int
-	Retention        time.Duration
-	Policies         idempotency.Policies
-	UserCacheTTL     time.Duration
-	LogLevel         slog.Level
-	PublicURL        string
+	// PreviousHookKeyUntil, from the secret, is when PreviousHookKey
+	// stops being accepted; zero: until it is removed.
+	PreviousHookKeyUntil time.Time
+	NonceMaxCost         int
+	Retention            time.Duration
+	Policies             idempotency.Policies
+	UserCacheTTL         time.Duration
+	LogLevel             slog.Level
+	PublicURL            string
 	// Metrics turns on CloudWatch Embedded Metric Format lines.
 	Metrics          bool
 	MetricsNamespace string
