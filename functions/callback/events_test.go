@@ -193,6 +193,8 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	used := map[string]bool{}
 	tables := map[string]bool{}
 	secretReads := 0
+	role := samtest.Grants(allowed(t, deploy(t, nil)))
+	usedGrants := map[samtest.Grant]bool{}
 	for _, c := range calls {
 		switch {
 		case c.Target == samtest.GetSecretValue:
@@ -200,6 +202,15 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 		case strings.HasPrefix(c.Target, samtest.DynamoPrefix):
 			for _, act := range iamActions(t, c) {
 				used[act] = true
+			}
+			// Each item the call touches is one the role allows, key
+			// conditions included: nothing would be denied on AWS.
+			for _, g := range samtest.DynamoGrants(t, c, map[string]string{testTable: "getatt:Table.Arn"}) {
+				if r, ok := samtest.Permits(role, g); ok {
+					usedGrants[r] = true
+				} else {
+					t.Errorf("the function sent %s, which CallbackRole does not allow: denied on AWS", g)
+				}
 			}
 			var body any
 			_ = json.Unmarshal(c.Body, &body)
@@ -225,6 +236,11 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	slices.Sort(roleDynamo)
 	if got := slices.Sorted(maps.Keys(used)); !slices.Equal(got, roleDynamo) {
 		t.Errorf("the events used DynamoDB actions %v; the role allows %v", got, roleDynamo)
+	}
+	for g := range role {
+		if strings.HasPrefix(g.Action, "dynamodb:") && !usedGrants[g] {
+			t.Errorf("CallbackRole allows %s, which these events never needed", g)
+		}
 	}
 
 	// Secrets stay secret: neither the hook key nor any nonce appears in

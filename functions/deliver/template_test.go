@@ -461,7 +461,16 @@ func TestTemplateDeliverRole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := deploy(t, tc.overrides)
-			want := samtest.StoreGrants("getatt:Table.Arn", workerCalls...)
+			// The worker's store calls, those on the table's items on
+			// tickets only (dynamodb:LeadingKeys): a grant without the
+			// condition, or with another, fails.
+			want := map[samtest.Grant]bool{}
+			for g := range samtest.StoreGrants("getatt:Table.Arn", workerCalls...) {
+				if g.Resource == "getatt:Table.Arn" {
+					g.Keys = "ticket#*"
+				}
+				want[g] = true
+			}
 			// The event source mapping reads the stream and writes the
 			// on-failure queue with the function's role.
 			for _, a := range []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"} {
