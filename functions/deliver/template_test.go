@@ -912,9 +912,13 @@ func TestTemplateRulesRefuseWhatTheCodeRefuses(t *testing.T) {
 				e := maps.Clone(tc.env)
 				e[config.EnvTable] = "t-abc"
 				base := config.Lambda
-				base.HookKey = "k"
-				if _, err := config.Load(func(k string) string { return e[k] }, base, app.FunctionNames()); err == nil {
+				base.HookKey = "template-rules-test-hook-key-0123456789"
+				_, err := config.Load(func(k string) string { return e[k] }, base, app.FunctionNames())
+				switch {
+				case err == nil:
 					t.Errorf("the code accepts %v, which the template refuses", tc.env)
+				case strings.Contains(err.Error(), config.EnvHookKey):
+					t.Errorf("refused for the hook key, not for %v: %v", tc.env, err)
 				}
 			}
 		})
