@@ -451,8 +451,16 @@ func TestTemplateCallbackWithADestination(t *testing.T) {
 
 	env := deploy(t, map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}).env(t)
 	c := load(t, env)
-	if c.Delivery.Destination != config.DestinationWebhook || c.Delivery.URL != webhookURL || c.Delivery.Inline != 0 {
+	// The URL may carry a token: without inline attempts this function
+	// never sends a ticket, so it is not given it (only the worker is).
+	if c.Delivery.Destination != config.DestinationWebhook || c.Delivery.URL != "" || c.Delivery.Inline != 0 {
 		t.Errorf("webhook, no inline: loaded %+v", c.Delivery)
+	}
+	if _, ok := env[config.EnvDestinationURL]; ok {
+		t.Errorf("%s is set without inline attempts", config.EnvDestinationURL)
+	}
+	if p := readTemplate(t)["Parameters"].(map[string]any)["DestinationUrl"].(map[string]any); p["NoEcho"] != true {
+		t.Errorf("DestinationUrl is echoed (NoEcho %v): a webhook URL may carry a token", p["NoEcho"])
 	}
 	for _, k := range inlineOnly {
 		if _, ok := env[k]; ok {

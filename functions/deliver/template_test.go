@@ -911,9 +911,7 @@ func TestTemplateRulesRefuseWhatTheCodeRefuses(t *testing.T) {
 			if tc.env != nil {
 				e := maps.Clone(tc.env)
 				e[config.EnvTable] = "t-abc"
-				base := config.Lambda
-				base.HookKey = "template-rules-test-hook-key-0123456789"
-				_, err := config.Load(func(k string) string { return e[k] }, base, app.FunctionNames())
+				_, err := config.Load(func(k string) string { return e[k] }, config.Worker, app.FunctionNames())
 				switch {
 				case err == nil:
 					t.Errorf("the code accepts %v, which the template refuses", tc.env)

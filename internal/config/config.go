@@ -73,6 +73,11 @@ type Config struct {
 	// verifies no nonce (so needs no hook key) and exists only to deliver
 	// (so needs a destination).
 	DeliveryOnly bool
+	// QueueOnly is set in the base of the callback on Lambda, which only
+	// queues tickets for the worker: it needs to know where the
+	// destination is (DESTINATION_URL, which may carry a token) only when
+	// it makes inline first attempts.
+	QueueOnly bool
 	// Local is set in the base of a local run (the local server and the
 	// tools): the hook key may come from HOOK_KEY and may be the public
 	// demo key. Load also sets it when DYNAMODB_ENDPOINT is a local store
@@ -101,6 +106,7 @@ var Lambda = Config{
 	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
+	QueueOnly:        true,
 }
 
 // Worker holds the defaults of the delivery worker function on AWS Lambda:

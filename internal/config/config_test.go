@@ -52,7 +52,7 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 		Table: "oncecall-Table-1ABC", Region: "eu-west-1", HookKeySecretARN: secretARN,
 		NonceMaxCost: 12, Retention: 48 * time.Hour, UserCacheTTL: 0, LogLevel: slog.LevelDebug,
 		PublicURL: "https://api.example.com", Metrics: true, MetricsNamespace: "oncecall-prod",
-		FunctionName: "oncecall-CallbackFunction-XYZ",
+		FunctionName: "oncecall-CallbackFunction-XYZ", QueueOnly: true,
 	}
 	if c.Policies.For("create_ticket") != idempotency.PolicyRequest || c.Policies.For("get_ticket") != idempotency.PolicyArguments {
 		t.Errorf("policies = %v", c.Policies)
