@@ -35,7 +35,7 @@ func TestStoreGrants(t *testing.T) {
 func TestPermits(t *testing.T) {
 	role := map[samtest.Grant]bool{
 		{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Keys: "op#*,ticket#*"}: true,
-		{Action: "dynamodb:Query", Resource: "getatt:Table.Arn/index/attention"}:           true,
+		{Action: "dynamodb:Query", Resource: "getatt:Table.Arn/index/attention"}:          true,
 	}
 	for _, c := range []struct {
 		req samtest.Grant
