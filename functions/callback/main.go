@@ -56,7 +56,9 @@ func main() {
 			fatal(err)
 		}
 	}
-	lambda.Start(apigw.New(h, cfg.PublicURL).Handle)
+	api := apigw.New(h, cfg.PublicURL)
+	api.OriginToken = cfg.EdgeToken
+	lambda.Start(api.Handle)
 }
 
 // fatal stops the cold start with the reason on stderr, which Lambda

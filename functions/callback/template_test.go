@@ -12,6 +12,7 @@ import (
 
 	"github.com/awslabs/goformation/v7/cloudformation/lambda"
 
+	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
@@ -139,6 +140,69 @@ func TestTemplateFunction(t *testing.T) {
 	lg, _ = s.Typed.GetLogsLogGroupWithName("CallbackLogGroup")
 	if *lg.RetentionInDays != 7 {
 		t.Errorf("LogRetentionDays=7 gives %d", *lg.RetentionInDays)
+	}
+}
+
+// TestTemplateEdge: Edge=cloudfront puts CloudFront, with an AWS WAF
+// rate-based rule per source IP, in front of the API, and gives the
+// function the token the edge adds, so that it refuses what comes around
+// the edge; WAF for CloudFront exists in us-east-1 only, which a rule
+// enforces. By default there is no edge and no token.
+func TestTemplateEdge(t *testing.T) {
+	s := deploy(t, nil)
+	for _, r := range []string{"EdgeDistribution", "EdgeWebAcl", "EdgeOriginSecret"} {
+		if _, ok := s.Typed.Resources[r]; ok {
+			t.Errorf("%s exists by default", r)
+		}
+	}
+	if _, ok := s.env(t)[config.EnvEdgeToken]; ok {
+		t.Errorf("%s is set by default", config.EnvEdgeToken)
+	}
+	if err := samtest.Refusal(t, templatePath, map[string]string{"Edge": "cloudfront"}); err == nil || !strings.Contains(err.Error(), "us-east-1") {
+		t.Errorf("Edge=cloudfront outside us-east-1: %v, want refused naming us-east-1", err)
+	}
+
+	region := samtest.Pseudo["AWS::Region"]
+	samtest.Pseudo["AWS::Region"] = "us-east-1"
+	t.Cleanup(func() { samtest.Pseudo["AWS::Region"] = region })
+	s = deploy(t, map[string]string{"Edge": "cloudfront", "EdgeRateLimit": "300", "PublicUrl": "https://d111111abcdef8.cloudfront.net"})
+	token := "{{resolve:secretsmanager:ref:EdgeOriginSecret:SecretString}}"
+	env := s.env(t)
+	if env[config.EnvEdgeToken] != token || env[config.EnvPublicURL] != "https://d111111abcdef8.cloudfront.net" {
+		t.Errorf("environment %v: want %s from the edge's secret and PUBLIC_URL", env, config.EnvEdgeToken)
+	}
+	dist, err := s.Typed.GetCloudFrontDistributionWithName("EdgeDistribution")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := dist.DistributionConfig
+	if dc.WebACLId == nil || *dc.WebACLId != "getatt:EdgeWebAcl.Arn" {
+		t.Errorf("WebACLId = %v, want the stack's web ACL", dc.WebACLId)
+	}
+	if len(dc.Origins) != 1 || dc.Origins[0].CustomOriginConfig == nil || dc.Origins[0].CustomOriginConfig.OriginProtocolPolicy != "https-only" ||
+		dc.Origins[0].DomainName != "ref:HttpApi.execute-api.us-east-1.amazonaws.com" {
+		t.Fatalf("origins %+v: want the HTTP API, over HTTPS", dc.Origins)
+	}
+	hs := dc.Origins[0].OriginCustomHeaders
+	if len(hs) != 1 || !strings.EqualFold(hs[0].HeaderName, apigw.EdgeHeader) || hs[0].HeaderValue != token {
+		t.Errorf("origin headers %+v: want %s carrying the function's token", hs, apigw.EdgeHeader)
+	}
+	if b := dc.DefaultCacheBehavior; b.ViewerProtocolPolicy != "https-only" || !slices.Contains(b.AllowedMethods, "POST") {
+		t.Errorf("default behaviour %+v: want HTTPS only, POST allowed", b)
+	}
+	acl, err := s.Typed.GetWAFv2WebACLWithName("EdgeWebAcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acl.Scope != "CLOUDFRONT" || len(acl.Rules) != 1 || acl.Rules[0].Statement.RateBasedStatement == nil ||
+		acl.Rules[0].Statement.RateBasedStatement.Limit != 300 || acl.Rules[0].Statement.RateBasedStatement.AggregateKeyType != "IP" ||
+		acl.Rules[0].Action == nil || acl.Rules[0].Action.Block == nil {
+		t.Errorf("web ACL %+v: want one rule blocking over 300 requests per source IP", acl)
+	}
+	for _, o := range []string{"EdgeUrl", "EdgeCallbackUrl", "EdgeFunctionSourceUrl"} {
+		if _, ok := s.Typed.Outputs[o]; !ok {
+			t.Errorf("no output %s", o)
+		}
 	}
 }
 
@@ -633,6 +697,9 @@ func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 		"DeliverLogGroup":      {"Delete", "Delete"},
 		"DeliveryFailureQueue": {"Delete", "Retain"},
 		"DestinationSecret":    {"Delete", "Retain"},
+		// With the edge: its origin token goes either way; a new one
+		// reaches the edge and the function alike.
+		"EdgeOriginSecret": {"Delete", "Delete"},
 	}
 	res, _ := readTemplate(t)["Resources"].(map[string]any)
 	for name := range want {

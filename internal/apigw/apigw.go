@@ -2,6 +2,7 @@ package apigw
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
 	"strings"
@@ -22,12 +23,23 @@ const (
 // in lower case.
 var nonceHeader = strings.ToLower(protocol.NonceHeader)
 
+// EdgeHeader is the header the edge in front of the API (CloudFront)
+// adds to every request it forwards, carrying Handler.OriginToken.
+const EdgeHeader = "x-oncecall-edge"
+
+// CodeEdgeOnly refuses a request that did not come through the edge.
+const CodeEdgeOnly = "edge_only"
+
 // Handler adapts a callback.Handler to API Gateway HTTP API events.
 type Handler struct {
 	h *callback.Handler
 	// PublicURL, when set, is the base URL listings name as the callback;
 	// otherwise it is built from the event's domain name and stage.
 	PublicURL string
+	// OriginToken, when set, must be the value of EdgeHeader: a request
+	// without it reached the API around the edge (and its rate limit),
+	// and is refused 403 before anything else is done.
+	OriginToken string
 }
 
 // New returns a Handler for h.
@@ -38,6 +50,10 @@ func New(h *callback.Handler, publicURL string) *Handler {
 // Handle serves one event. It never returns an error: every failure is an
 // HTTP answer, so API Gateway never substitutes its own.
 func (a *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if a.OriginToken != "" && subtle.ConstantTimeCompare([]byte(header(ev.Headers, EdgeHeader)), []byte(a.OriginToken)) != 1 {
+		return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusForbidden, Code: CodeEdgeOnly,
+			Message: "this API is served through its edge only: call the stack's EdgeCallbackUrl and EdgeFunctionSourceUrl"})), nil
+	}
 	method, path := route(ev)
 	switch {
 	case method == http.MethodPost && path == "/callback":

@@ -30,6 +30,10 @@ const (
 	EnvPublicURL     = "PUBLIC_URL"
 	EnvMetrics       = "METRICS"
 	EnvMetricsNS     = "METRICS_NAMESPACE"
+	// EnvEdgeToken, when set, is the value of EdgeHeader that the edge in
+	// front (CloudFront, with AWS WAF) adds to every request: a request
+	// without it did not come through the edge and is refused.
+	EnvEdgeToken = "EDGE_ORIGIN_TOKEN"
 	// EnvFunctionName is set by Lambda; it names the metrics' dimension.
 	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 )
@@ -41,6 +45,8 @@ const (
 	DefaultUserCacheTTL = 30 * time.Second
 	MaxUserCacheTTL     = 10 * time.Minute
 	MaxTableName        = 255
+	// MinEdgeToken is the shortest EDGE_ORIGIN_TOKEN accepted.
+	MinEdgeToken = 32
 )
 
 // Config is oncecall's validated configuration.
@@ -62,6 +68,8 @@ type Config struct {
 	UserCacheTTL         time.Duration
 	LogLevel             slog.Level
 	PublicURL            string
+	// EdgeToken is EDGE_ORIGIN_TOKEN ("": no edge in front).
+	EdgeToken string
 	// Metrics turns on CloudWatch Embedded Metric Format lines.
 	Metrics          bool
 	MetricsNamespace string
@@ -227,6 +235,12 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			bad(EnvPublicURL, "%q must be an http(s) URL", v)
 		}
 		c.PublicURL = v
+	}
+	if v := getenv(EnvEdgeToken); v != "" {
+		if len(v) < MinEdgeToken || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			bad(EnvEdgeToken, "must be at least %d visible ASCII characters (the template generates it)", MinEdgeToken)
+		}
+		c.EdgeToken = v
 	}
 	if v := getenv(EnvMetrics); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -112,6 +112,8 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 		{"log level", map[string]string{config.EnvLogLevel: "LOUD"}, nil, []string{"LOG_LEVEL", "DEBUG, INFO, WARN or ERROR"}},
 		{"public URL", map[string]string{config.EnvPublicURL: "api.example.com"}, nil, []string{"PUBLIC_URL", "http(s) URL"}},
 		{"metrics flag", map[string]string{config.EnvMetrics: "yes please"}, nil, []string{"METRICS", "true or false"}},
+		{"edge token too short", map[string]string{config.EnvEdgeToken: "short"}, nil, []string{"EDGE_ORIGIN_TOKEN", "at least 32 visible ASCII"}},
+		{"edge token with a space", map[string]string{config.EnvEdgeToken: strings.Repeat("t", 32) + " x"}, nil, []string{"EDGE_ORIGIN_TOKEN", "at least 32 visible ASCII"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
