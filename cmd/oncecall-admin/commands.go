@@ -68,6 +68,12 @@ var commands = []*command{
 		store:    true, change: true, bind: userRename,
 	},
 	{
+		name: "user sync-grants", summary: "give every user the copies of its grant that its calls check (once, after upgrading a table written before they existed); scans the table",
+		synopsis: "[target flags] [-operator NAME] [-json]",
+		example:  "user sync-grants -operator alice",
+		store:    true, change: true, bind: userSyncGrants,
+	},
+	{
 		name: "find", summary: "an operation, its ticket and the ticket's delivery with its audit, by ticket id, operation key, or tenant + request id",
 		synopsis: "(-ticket ID | -op KEY | -tenant T -request R [-function F]) [-full] [target flags] [-json]",
 		example:  "find -tenant tenant-a -request request-example\nfind -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -full\nfind -op 3f1c0e8a9b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e -json",

@@ -309,3 +309,25 @@ func userRename(fs *flag.FlagSet) action {
 		return checkName(*name)
 	})
 }
+
+func userSyncGrants(*flag.FlagSet) action {
+	return action{
+		run: func(ctx context.Context, s *session) error {
+			w, err := s.whoAmI(ctx)
+			if err != nil {
+				return err
+			}
+			n, err := s.admin.SyncGrants(ctx)
+			if err != nil {
+				return err
+			}
+			out := struct {
+				Users int `json:"users"`
+			}{n}
+			s.logChange(w, "user.sync_grants", "", "", nil, out, 0)
+			return s.emit(out, func(tw io.Writer) {
+				fmt.Fprintf(tw, "gave %d users of %s the copies of their grant\n", n, s.target)
+			})
+		},
+	}
+}

@@ -27,6 +27,9 @@ const (
 	testSecret    = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:oncecall-HookKeySecret-AbCdEf"
 	testTable     = "oncecall-Table-TEST"
 	invokeTimeout = 30 * time.Second
+	// deployedKey is the hook key in the deployed configuration's secret:
+	// the public demo key is refused there (nonce.CheckKey).
+	deployedKey = "deployed-hook-key-7c1e4b9a2f5d8e3c6a0b9d4f"
 )
 
 // deployedEnv is the function's environment on AWS: template.yaml's
@@ -87,13 +90,17 @@ func answer(t *testing.T, inv rie.Invocation) events.APIGatewayV2HTTPResponse {
 
 // playAll runs every event of events/ in order against e and checks each
 // against events/expected.json. after, when set, runs after each event.
-func playAll(t *testing.T, e *rie.Emulator, after func(i int, c eventset.Case)) {
+//
+// hookKey, when set, is the function's key: the events' valid nonces are
+// made again from it.
+func playAll(t *testing.T, e *rie.Emulator, hookKey string, after func(i int, c eventset.Case)) {
 	t.Helper()
 	m, err := eventset.Load(eventsDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := m.Player()
+	p.HookKey = hookKey
 	for i, c := range m.Cases {
 		ev, err := p.Event(c)
 		if err != nil {
@@ -164,10 +171,10 @@ func tableNames(v any, out map[string]bool) {
 // role allows, on the template's table.
 func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	db, _ := samtest.StartStore(t, testTable)
-	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + localdb.DemoHookKey + `"}`})
+	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + deployedKey + `"}`})
 	e := bins.StartEmulator(t, deployedEnv(t, a))
 
-	playAll(t, e, func(i int, c eventset.Case) {
+	playAll(t, e, deployedKey, func(i int, c eventset.Case) {
 		if i != 0 {
 			return
 		}
@@ -186,6 +193,8 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	used := map[string]bool{}
 	tables := map[string]bool{}
 	secretReads := 0
+	role := samtest.Grants(allowed(t, deploy(t, nil)))
+	usedGrants := map[samtest.Grant]bool{}
 	for _, c := range calls {
 		switch {
 		case c.Target == samtest.GetSecretValue:
@@ -193,6 +202,15 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 		case strings.HasPrefix(c.Target, samtest.DynamoPrefix):
 			for _, act := range iamActions(t, c) {
 				used[act] = true
+			}
+			// Each item the call touches is one the role allows, key
+			// conditions included: nothing would be denied on AWS.
+			for _, g := range samtest.DynamoGrants(t, c, map[string]string{testTable: "getatt:Table.Arn"}) {
+				if r, ok := samtest.Permits(role, g); ok {
+					usedGrants[r] = true
+				} else {
+					t.Errorf("the function sent %s, which CallbackRole does not allow: denied on AWS", g)
+				}
 			}
 			var body any
 			_ = json.Unmarshal(c.Body, &body)
@@ -219,11 +237,16 @@ func TestEventsOnTheDeployedConfiguration(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(used)); !slices.Equal(got, roleDynamo) {
 		t.Errorf("the events used DynamoDB actions %v; the role allows %v", got, roleDynamo)
 	}
+	for g := range role {
+		if strings.HasPrefix(g.Action, "dynamodb:") && !usedGrants[g] {
+			t.Errorf("CallbackRole allows %s, which these events never needed", g)
+		}
+	}
 
 	// Secrets stay secret: neither the hook key nor any nonce appears in
 	// what the function printed.
 	for _, l := range e.Output() {
-		if strings.Contains(l, localdb.DemoHookKey) || strings.Contains(l, "$2a$") || strings.Contains(l, "$2b$") {
+		if strings.Contains(l, deployedKey) || strings.Contains(l, localdb.DemoHookKey) || strings.Contains(l, "$2a$") || strings.Contains(l, "$2b$") {
 			t.Errorf("the output shows a secret: %s", l)
 		}
 	}
@@ -243,7 +266,7 @@ func targets(calls []samtest.AWSCall) []string {
 func TestEventsOnTheLocalConfiguration(t *testing.T) {
 	db, _ := samtest.StartStore(t, testTable)
 	e := bins.StartEmulator(t, localEnv(db.URL))
-	playAll(t, e, nil)
+	playAll(t, e, "", nil)
 }
 
 // TestColdStartFailsFast gives the deployed configuration one fault at a
@@ -275,6 +298,15 @@ func TestColdStartFailsFast(t *testing.T) {
 		{"bad key policy", func(e map[string]string) { e[config.EnvKeyPolicy] = "create_ticket=once" }, "", "KEY_POLICY:", 0},
 		{"secret missing", nil, "", "read hook key secret", 1},
 		{"secret malformed", nil, `{"currnt":"oops-a-typo"}`, `hook key secret is JSON but not {"current"`, 1},
+		// Hook keys fit for purpose: on Lambda only from the secret, never
+		// the demo key, never short or blank.
+		{"hook key from the environment", func(e map[string]string) {
+			delete(e, config.EnvHookKeySecret)
+			e[config.EnvHookKey] = "typed-into-the-console-0123456789abcdef"
+		}, "", "HOOK_KEY: is refused on AWS Lambda: put the hook key in the Secrets Manager secret", 0},
+		{"the demo key in the secret", nil, `{"current":"` + localdb.DemoHookKey + `"}`, `hook key secret: the "current" key is the public demo key`, 1},
+		{"a short key in the secret", nil, "oops-a-typo", `hook key secret: the "current" key is shorter than 32 bytes`, 1},
+		{"a blank previous key in the secret", nil, `{"current":"` + deployedKey + `","previous":"   "}`, `hook key secret: the "previous" key is empty or only white space`, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,7 +317,7 @@ func TestColdStartFailsFast(t *testing.T) {
 			case tc.secret != "":
 				secrets[testSecret] = tc.secret
 			case tc.reads == 0:
-				secrets[testSecret] = `{"current":"` + localdb.DemoHookKey + `"}`
+				secrets[testSecret] = `{"current":"` + deployedKey + `"}`
 			}
 			a := samtest.NewAWS(t, "http://127.0.0.1:1", secrets)
 			env := deployedEnv(t, a)
@@ -332,7 +364,7 @@ func TestColdStartFailsFast(t *testing.T) {
 func TestHookKeyRotation(t *testing.T) {
 	const newKey = "rotated-hook-key-5f1e9a7c3b2d4e6f8a0b1c2d"
 	db, _ := samtest.StartStore(t, testTable)
-	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + newKey + `","previous":"` + localdb.DemoHookKey + `"}`})
+	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + newKey + `","previous":"` + deployedKey + `"}`})
 	e := bins.StartEmulator(t, deployedEnv(t, a))
 	m, err := eventset.Load(eventsDir)
 	if err != nil {
@@ -361,7 +393,7 @@ func TestHookKeyRotation(t *testing.T) {
 		event  []byte
 		status int
 	}{
-		{"old key, as AIVAX still sends", old, http.StatusOK},
+		{"old key, as AIVAX still sends", withNonce(deployedKey), http.StatusOK},
 		{"new key, once AIVAX has it", withNonce(newKey), http.StatusOK},
 		{"any other key", withNonce("some-other-hook-key"), http.StatusForbidden},
 	} {
@@ -381,7 +413,7 @@ func TestMCPTokenFromSecretsManager(t *testing.T) {
 		token     = "deployed-mcp-token-0123456789"
 	)
 	db, _ := samtest.StartStore(t, testTable)
-	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + localdb.DemoHookKey + `"}`, mcpSecret: token})
+	a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + deployedKey + `"}`, mcpSecret: token})
 	env := deployedEnv(t, a)
 	// As the template sets it with the parameter (TestTemplateLeastPrivilege
 	// checks the grant that goes with it).
@@ -441,5 +473,46 @@ func TestMCPTokenFromSecretsManager(t *testing.T) {
 		if strings.Contains(l, token) {
 			t.Errorf("the output shows the MCP token: %s", l)
 		}
+	}
+}
+
+// TestHookKeyRotationPreviousEnds: the secret gives the previous key an
+// end ("previous_until"); once it has passed, nonces of that key are
+// refused by the deployed function, whatever AIVAX still sends.
+func TestHookKeyRotationPreviousEnds(t *testing.T) {
+	const newKey = "rotated-hook-key-5f1e9a7c3b2d4e6f8a0b1c2d"
+	m, err := eventset.Load(eventsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := m.Case("functions.json")
+	for _, tc := range []struct {
+		name, until string
+		old         int
+	}{
+		{"previous key past its end", "2020-01-01T00:00:00Z", http.StatusForbidden},
+		{"previous key before its end", time.Now().Add(time.Hour).UTC().Format(time.RFC3339), http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, _ := samtest.StartStore(t, testTable)
+			a := samtest.NewAWS(t, db.URL, map[string]string{testSecret: `{"current":"` + newKey + `","previous":"` + deployedKey +
+				`","previous_until":"` + tc.until + `"}`})
+			e := bins.StartEmulator(t, deployedEnv(t, a))
+			for i, k := range []struct {
+				key    string
+				status int
+			}{{newKey, http.StatusOK}, {deployedKey, tc.old}} {
+				p := m.Player()
+				p.HookKey = k.key
+				ev, err := p.Event(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp := answer(t, invoke(t, e, fmt.Sprintf("end-%d", i), ev))
+				if resp.StatusCode != k.status {
+					t.Errorf("nonce of key %d: %d %s, want %d", i, resp.StatusCode, resp.Body, k.status)
+				}
+			}
+		})
 	}
 }

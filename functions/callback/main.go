@@ -53,8 +53,16 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	// Keys from the secret follow it: a rotation or a revocation reaches
+	// this container within secret.RefreshInterval.
+	if cfg.HookKeySecretARN != "" {
+		if h.Verifier, err = app.RotatingHookKeys(awsCfg, cfg, logger); err != nil {
+			fatal(err)
+		}
+	}
 	api := apigw.New(h, cfg.PublicURL)
 	api.MCP = app.MCP(cfg, h)
+	api.OriginToken = cfg.EdgeToken
 	lambda.Start(api.Handle)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/metrics"
+	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -104,8 +106,9 @@ func TestTemplateFunction(t *testing.T) {
 	if s.Logging.ApplicationLogLevel == nil || !slices.Contains([]string{"DEBUG", "INFO", "TRACE"}, *s.Logging.ApplicationLogLevel) {
 		t.Errorf("ApplicationLogLevel = %v: above INFO, Lambda drops the EMF lines", s.Logging.ApplicationLogLevel)
 	}
-	if fn.ReservedConcurrentExecutions != nil {
-		t.Errorf("ReservedConcurrentExecutions = %d by default, want none", *fn.ReservedConcurrentExecutions)
+	// Flood-proof by default: the callback's concurrency is capped.
+	if fn.ReservedConcurrentExecutions == nil || *fn.ReservedConcurrentExecutions != 10 {
+		t.Errorf("ReservedConcurrentExecutions = %v by default, want 10", fn.ReservedConcurrentExecutions)
 	}
 	routes := map[string]bool{}
 	for name, ev := range fn.Events {
@@ -141,6 +144,81 @@ func TestTemplateFunction(t *testing.T) {
 	}
 }
 
+// TestTemplateEdge: Edge=cloudfront puts CloudFront, with an AWS WAF
+// rate-based rule per source IP, in front of the API, and gives the
+// function the token the edge adds, so that it refuses what comes around
+// the edge; WAF for CloudFront exists in us-east-1 only, which a rule
+// enforces. By default there is no edge and no token.
+func TestTemplateEdge(t *testing.T) {
+	s := deploy(t, nil)
+	for _, r := range []string{"EdgeDistribution", "EdgeWebAcl", "EdgeOriginSecret"} {
+		if _, ok := s.Typed.Resources[r]; ok {
+			t.Errorf("%s exists by default", r)
+		}
+	}
+	if _, ok := s.env(t)[config.EnvEdgeToken]; ok {
+		t.Errorf("%s is set by default", config.EnvEdgeToken)
+	}
+	if err := samtest.Refusal(t, templatePath, map[string]string{"Edge": "cloudfront"}); err == nil || !strings.Contains(err.Error(), "us-east-1") {
+		t.Errorf("Edge=cloudfront outside us-east-1: %v, want refused naming us-east-1", err)
+	}
+
+	region := samtest.Pseudo["AWS::Region"]
+	samtest.Pseudo["AWS::Region"] = "us-east-1"
+	t.Cleanup(func() { samtest.Pseudo["AWS::Region"] = region })
+	s = deploy(t, map[string]string{"Edge": "cloudfront", "EdgeRateLimit": "300", "PublicUrl": "https://d111111abcdef8.cloudfront.net"})
+	token := "{{resolve:secretsmanager:ref:EdgeOriginSecret:SecretString}}"
+	env := s.env(t)
+	if env[config.EnvEdgeToken] != token || env[config.EnvPublicURL] != "https://d111111abcdef8.cloudfront.net" {
+		t.Errorf("environment %v: want %s from the edge's secret and PUBLIC_URL", env, config.EnvEdgeToken)
+	}
+	dist, err := s.Typed.GetCloudFrontDistributionWithName("EdgeDistribution")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := dist.DistributionConfig
+	if dc.WebACLId == nil || *dc.WebACLId != "getatt:EdgeWebAcl.Arn" {
+		t.Errorf("WebACLId = %v, want the stack's web ACL", dc.WebACLId)
+	}
+	if len(dc.Origins) != 1 || dc.Origins[0].CustomOriginConfig == nil || dc.Origins[0].CustomOriginConfig.OriginProtocolPolicy != "https-only" ||
+		dc.Origins[0].DomainName != "ref:HttpApi.execute-api.us-east-1.amazonaws.com" {
+		t.Fatalf("origins %+v: want the HTTP API, over HTTPS", dc.Origins)
+	}
+	hs := dc.Origins[0].OriginCustomHeaders
+	if len(hs) != 1 || !strings.EqualFold(hs[0].HeaderName, apigw.EdgeHeader) || hs[0].HeaderValue != token {
+		t.Errorf("origin headers %+v: want %s carrying the function's token", hs, apigw.EdgeHeader)
+	}
+	if b := dc.DefaultCacheBehavior; b.ViewerProtocolPolicy != "https-only" || !slices.Contains(b.AllowedMethods, "POST") {
+		t.Errorf("default behaviour %+v: want HTTPS only, POST allowed", b)
+	}
+	acl, err := s.Typed.GetWAFv2WebACLWithName("EdgeWebAcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acl.Scope != "CLOUDFRONT" || len(acl.Rules) != 1 || acl.Rules[0].Statement.RateBasedStatement == nil ||
+		acl.Rules[0].Statement.RateBasedStatement.Limit != 300 || acl.Rules[0].Statement.RateBasedStatement.AggregateKeyType != "IP" ||
+		acl.Rules[0].Action == nil || acl.Rules[0].Action.Block == nil {
+		t.Errorf("web ACL %+v: want one rule blocking over 300 requests per source IP", acl)
+	}
+	for _, o := range []string{"EdgeUrl", "EdgeCallbackUrl", "EdgeFunctionSourceUrl"} {
+		if _, ok := s.Typed.Outputs[o]; !ok {
+			t.Errorf("no output %s", o)
+		}
+	}
+}
+
+// TestTemplateReservesNoConcurrencyOnRequest: -1 is there for accounts
+// whose quota cannot spare the default reservation.
+func TestTemplateReservesNoConcurrencyOnRequest(t *testing.T) {
+	fn, err := deploy(t, map[string]string{"ReservedConcurrency": "-1"}).Typed.GetServerlessFunctionWithName("CallbackFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fn.ReservedConcurrentExecutions != nil {
+		t.Errorf("ReservedConcurrency=-1 gives %d, want none reserved", *fn.ReservedConcurrentExecutions)
+	}
+}
+
 func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 	s := deploy(t, map[string]string{"NonceMaxCost": "12", "Retention": "48h", "KeyPolicy": "create_ticket=request"})
 	env := s.env(t)
@@ -170,6 +248,11 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 	}
 	if c.HookKey != "" || c.HookKeySecretARN != existingSecret || c.NonceMaxCost != 12 || !c.Metrics {
 		t.Errorf("loaded %+v", c)
+	}
+	// Flood-proof by default: the template, like the code, accepts no
+	// nonce above AIVAX's cost 9.
+	if v := deploy(t, nil).env(t)[config.EnvNonceMaxCost]; v != strconv.Itoa(nonce.DefaultMaxCost) || nonce.DefaultMaxCost != 9 {
+		t.Errorf("%s = %q by default and nonce.DefaultMaxCost = %d; want both AIVAX's 9", config.EnvNonceMaxCost, v, nonce.DefaultMaxCost)
 	}
 	// Every value each parameter allows loads too.
 	raw := readTemplate(t)
@@ -315,6 +398,33 @@ const (
 	webhookURL         = "https://helpdesk.example.com/tickets"
 )
 
+// callbackTableGrants are the callback's grants on the table, each
+// conditioned on the partition keys (dynamodb:LeadingKeys) of the items
+// it is for: it writes operations and tickets, only checks grants (and,
+// on a table not yet given copies of the grants, users), reads all four;
+// an inline first attempt updates tickets.
+func callbackTableGrants(inline bool) map[samtest.Grant]bool {
+	const table = "getatt:Table.Arn"
+	out := map[samtest.Grant]bool{
+		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*,ticket#*"}:                true,
+		{Action: "dynamodb:ConditionCheckItem", Resource: table, Keys: "grant#*,user#*"}:    true,
+		{Action: "dynamodb:GetItem", Resource: table, Keys: "grant#*,op#*,ticket#*,user#*"}: true,
+	}
+	if inline {
+		out[samtest.Grant{Action: "dynamodb:UpdateItem", Resource: table, Keys: "ticket#*"}] = true
+	}
+	return out
+}
+
+// actionsOn is grants without their conditions.
+func actionsOn(grants map[samtest.Grant]bool) map[samtest.Grant]bool {
+	out := map[samtest.Grant]bool{}
+	for g := range grants {
+		out[samtest.Grant{Action: g.Action, Resource: g.Resource}] = true
+	}
+	return out
+}
+
 func TestTemplateLeastPrivilege(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -341,7 +451,12 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 			if tc.inline != "" {
 				calls = append(slices.Clone(calls), inlineCalls...)
 			}
-			want := samtest.StoreGrants("getatt:Table.Arn", calls...)
+			// The store calls' actions, each on the kinds of item it is
+			// for: a grant without its condition, or with another, fails.
+			want := callbackTableGrants(tc.inline != "")
+			if a, b := actionsOn(want), actionsOn(samtest.StoreGrants("getatt:Table.Arn", calls...)); !maps.Equal(a, b) {
+				t.Fatalf("the keyed grants name %v; the store calls need %v", a, b)
+			}
 			want[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: tc.secret}] = true
 			if tc.inline != "" {
 				want[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: tc.inline}] = true
@@ -419,8 +534,16 @@ func TestTemplateCallbackWithADestination(t *testing.T) {
 
 	env := deploy(t, map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}).env(t)
 	c := load(t, env)
-	if c.Delivery.Destination != config.DestinationWebhook || c.Delivery.URL != webhookURL || c.Delivery.Inline != 0 {
+	// The URL may carry a token: without inline attempts this function
+	// never sends a ticket, so it is not given it (only the worker is).
+	if c.Delivery.Destination != config.DestinationWebhook || c.Delivery.URL != "" || c.Delivery.Inline != 0 {
 		t.Errorf("webhook, no inline: loaded %+v", c.Delivery)
+	}
+	if _, ok := env[config.EnvDestinationURL]; ok {
+		t.Errorf("%s is set without inline attempts", config.EnvDestinationURL)
+	}
+	if p := readTemplate(t)["Parameters"].(map[string]any)["DestinationUrl"].(map[string]any); p["NoEcho"] != true {
+		t.Errorf("DestinationUrl is echoed (NoEcho %v): a webhook URL may carry a token", p["NoEcho"])
 	}
 	for _, k := range inlineOnly {
 		if _, ok := env[k]; ok {
@@ -602,6 +725,9 @@ func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 		"DeliverLogGroup":      {"Delete", "Delete"},
 		"DeliveryFailureQueue": {"Delete", "Retain"},
 		"DestinationSecret":    {"Delete", "Retain"},
+		// With the edge: its origin token goes either way; a new one
+		// reaches the edge and the function alike.
+		"EdgeOriginSecret": {"Delete", "Delete"},
 	}
 	res, _ := readTemplate(t)["Resources"].(map[string]any)
 	for name := range want {

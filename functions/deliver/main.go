@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -38,7 +39,17 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	lambda.Start(stream.New(w, logger).Handle)
+	handle := stream.New(w, logger).Handle
+	// The destination's credentials follow their secret: a rotated
+	// helpdesk token reaches this container within secret.RefreshInterval.
+	if f := app.FollowDestinationSecret(awsCfg, cfg, w, logger); f != nil {
+		inner := handle
+		handle = func(ctx context.Context, raw json.RawMessage) (any, error) {
+			f.Refresh(ctx)
+			return inner(ctx, raw)
+		}
+	}
+	lambda.Start(handle)
 }
 
 // fatal stops the cold start with the reason on stderr, which Lambda

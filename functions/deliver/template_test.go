@@ -468,7 +468,16 @@ func TestTemplateDeliverRole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := deploy(t, tc.overrides)
-			want := samtest.StoreGrants("getatt:Table.Arn", workerCalls...)
+			// The worker's store calls, those on the table's items on
+			// tickets only (dynamodb:LeadingKeys): a grant without the
+			// condition, or with another, fails.
+			want := map[samtest.Grant]bool{}
+			for g := range samtest.StoreGrants("getatt:Table.Arn", workerCalls...) {
+				if g.Resource == "getatt:Table.Arn" {
+					g.Keys = "ticket#*"
+				}
+				want[g] = true
+			}
 			// The event source mapping reads the stream and writes the
 			// on-failure queue with the function's role.
 			for _, a := range []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"} {
@@ -909,10 +918,12 @@ func TestTemplateRulesRefuseWhatTheCodeRefuses(t *testing.T) {
 			if tc.env != nil {
 				e := maps.Clone(tc.env)
 				e[config.EnvTable] = "t-abc"
-				base := config.Lambda
-				base.HookKey = "k"
-				if _, err := config.Load(func(k string) string { return e[k] }, base, app.FunctionNames()); err == nil {
+				_, err := config.Load(func(k string) string { return e[k] }, config.Worker, app.FunctionNames())
+				switch {
+				case err == nil:
 					t.Errorf("the code accepts %v, which the template refuses", tc.env)
+				case strings.Contains(err.Error(), config.EnvHookKey):
+					t.Errorf("refused for the hook key, not for %v: %v", tc.env, err)
 				}
 			}
 		})

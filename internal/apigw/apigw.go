@@ -2,6 +2,7 @@ package apigw
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
 	"strings"
@@ -24,6 +25,13 @@ const (
 // in lower case.
 var nonceHeader = strings.ToLower(protocol.NonceHeader)
 
+// EdgeHeader is the header the edge in front of the API (CloudFront)
+// adds to every request it forwards, carrying Handler.OriginToken.
+const EdgeHeader = "x-oncecall-edge"
+
+// CodeEdgeOnly refuses a request that did not come through the edge.
+const CodeEdgeOnly = "edge_only"
+
 // Handler adapts a callback.Handler to API Gateway HTTP API events.
 type Handler struct {
 	h *callback.Handler
@@ -33,6 +41,10 @@ type Handler struct {
 	// MCP serves POST /mcp over the same handler; New gives it one without
 	// a bearer token.
 	MCP *mcp.Server
+	// OriginToken, when set, must be the value of EdgeHeader: a request
+	// without it reached the API around the edge (and its rate limit),
+	// and is refused 403 before anything else is done.
+	OriginToken string
 }
 
 // New returns a Handler for h.
@@ -43,6 +55,10 @@ func New(h *callback.Handler, publicURL string) *Handler {
 // Handle serves one event. It never returns an error: every failure is an
 // HTTP answer, so API Gateway never substitutes its own.
 func (a *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	if a.OriginToken != "" && subtle.ConstantTimeCompare([]byte(header(ev.Headers, EdgeHeader)), []byte(a.OriginToken)) != 1 {
+		return respond(protocol.Refuse(&protocol.Problem{Status: http.StatusForbidden, Code: CodeEdgeOnly,
+			Message: "this API is served through its edge only: call the stack's EdgeCallbackUrl and EdgeFunctionSourceUrl"})), nil
+	}
 	method, path := route(ev)
 	switch {
 	case method == http.MethodPost && path == "/callback":

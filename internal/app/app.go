@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -50,7 +51,11 @@ func Store(awsCfg aws.Config, cfg config.Config, opts ...dynamo.Option) *dynamo.
 // be set by now (from the environment or the secret). outbox, when not nil,
 // queues every new ticket for delivery (see Outbox).
 func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, outbox *delivery.Outbox) (*callback.Handler, error) {
-	v, err := nonce.NewVerifier(cfg.NonceMaxCost, cfg.HookKey, cfg.PreviousHookKey)
+	previous := cfg.PreviousHookKey
+	if !cfg.PreviousHookKeyUntil.IsZero() && !time.Now().Before(cfg.PreviousHookKeyUntil) {
+		previous = "" // it has ended
+	}
+	v, err := nonce.NewVerifier(cfg.NonceMaxCost, cfg.HookKey, previous)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +138,8 @@ func IsLoopback(endpoint string) bool {
 
 // ResolveHookKey fills cfg's hook keys from Secrets Manager when cfg names a
 // secret; that read is the only network call of a cold start. Without a
-// secret, the keys are the ones the environment gave (local runs).
+// secret, the keys are the ones the environment gave (local runs). A key
+// in the secret unfit for purpose (nonce.CheckKey) is refused.
 func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
 	if cfg.HookKeySecretARN == "" {
 		return cfg, nil
@@ -142,7 +148,15 @@ func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (
 	if err != nil {
 		return cfg, err
 	}
-	cfg.HookKey, cfg.PreviousHookKey = keys.Current, keys.Previous
+	for _, k := range []struct{ name, key string }{{"current", keys.Current}, {"previous", keys.Previous}} {
+		if k.key == "" {
+			continue
+		}
+		if err := nonce.CheckKey(k.key, cfg.Local); err != nil {
+			return cfg, fmt.Errorf("hook key secret: the %q key %v", k.name, err)
+		}
+	}
+	cfg.HookKey, cfg.PreviousHookKey, cfg.PreviousHookKeyUntil = keys.Current, keys.Previous, keys.PreviousUntil
 	return cfg, nil
 }
 
@@ -167,4 +181,24 @@ func ResolveMCPToken(ctx context.Context, awsCfg aws.Config, cfg config.Config) 
 	}
 	cfg.MCPToken = v
 	return cfg, nil
+}
+
+// RotatingHookKeys returns the callback's nonce check for a configuration
+// whose keys come from the secret (ResolveHookKey read them at cold start):
+// it reads the secret again every secret.RefreshInterval, keeping the last
+// good keys when a read fails (logged at WARN, without the keys), and
+// refuses the previous key after its end, so a rotation or a revocation
+// reaches every warm container with no recycle.
+func RotatingHookKeys(awsCfg aws.Config, cfg config.Config, logger *slog.Logger) (*secret.Rotating, error) {
+	client := secretsmanager.NewFromConfig(awsCfg)
+	read := func(ctx context.Context) (secret.Keys, error) {
+		return secret.HookKeys(ctx, client, cfg.HookKeySecretARN)
+	}
+	onError := func(err error) {
+		if logger != nil {
+			logger.Warn("hook key secret", slog.String("error", err.Error()))
+		}
+	}
+	keys := secret.Keys{Current: cfg.HookKey, Previous: cfg.PreviousHookKey, PreviousUntil: cfg.PreviousHookKeyUntil}
+	return secret.NewRotating(keys, read, cfg.NonceMaxCost, nil, onError)
 }

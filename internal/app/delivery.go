@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -128,4 +129,79 @@ func ResolveDestinationSecret(ctx context.Context, awsCfg aws.Config, cfg config
 	}
 	cfg.Delivery.Token = v
 	return cfg, nil
+}
+
+// DestinationFollower keeps a worker's destination credentials in step
+// with the destination secret: Refresh, called before each invocation,
+// reads the secret again once secret.RefreshInterval has passed since the
+// last read (secret.RetryInterval after a failed one) and, when its value
+// changed, gives the worker a destination built with the new value. A
+// read that fails, or a value no destination can be built with, keeps the
+// last good destination (a WARN line says so, never quoting the value).
+// It is not safe for concurrent use: Lambda runs one invocation at a time.
+type DestinationFollower struct {
+	delivery config.Delivery
+	worker   *delivery.Worker
+	read     func(ctx context.Context) (string, error)
+	now      func() time.Time
+	logger   *slog.Logger
+	next     time.Time
+}
+
+// NewDestinationFollower follows the secret for w, whose destination was
+// built from d (d.Token as read at cold start, at now). read reads the
+// secret's value; now (nil: time.Now) is the clock.
+func NewDestinationFollower(d config.Delivery, w *delivery.Worker, read func(ctx context.Context) (string, error), now func() time.Time, logger *slog.Logger) *DestinationFollower {
+	if now == nil {
+		now = time.Now
+	}
+	return &DestinationFollower{delivery: d, worker: w, read: read, now: now, logger: logger, next: now().Add(secret.RefreshInterval)}
+}
+
+// FollowDestinationSecret is NewDestinationFollower reading cfg's
+// destination secret from Secrets Manager; nil when cfg names none.
+func FollowDestinationSecret(awsCfg aws.Config, cfg config.Config, w *delivery.Worker, logger *slog.Logger) *DestinationFollower {
+	if cfg.Delivery.SecretARN == "" || w == nil {
+		return nil
+	}
+	client := secretsmanager.NewFromConfig(awsCfg)
+	read := func(ctx context.Context) (string, error) {
+		return secret.Value(ctx, client, cfg.Delivery.SecretARN, "destination")
+	}
+	return NewDestinationFollower(cfg.Delivery, w, read, nil, logger)
+}
+
+// Refresh reads the secret again if it is time to.
+func (f *DestinationFollower) Refresh(ctx context.Context) {
+	now := f.now()
+	if now.Before(f.next) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, secret.ReadTimeout)
+	defer cancel()
+	v, err := f.read(ctx)
+	if err == nil && v == f.delivery.Token {
+		f.next = now.Add(secret.RefreshInterval)
+		return
+	}
+	var dest delivery.Destination
+	if err == nil {
+		d := f.delivery
+		d.Token = v
+		if dest, err = Destination(d); err == nil {
+			f.delivery = d
+		}
+	}
+	if err != nil {
+		f.next = now.Add(secret.RetryInterval)
+		if f.logger != nil {
+			f.logger.Warn("destination secret", slog.String("error", "not refreshed, the last good credentials stay in use: "+err.Error()))
+		}
+		return
+	}
+	if c, ok := f.worker.Destination.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	f.worker.Destination = dest
+	f.next = now.Add(secret.RefreshInterval)
 }

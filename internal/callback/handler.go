@@ -179,6 +179,10 @@ type entry struct {
 	cause    error
 }
 
+// UnknownFunction is logged, and counted, in place of a function name
+// that is not in the catalogue.
+const UnknownFunction = "(unknown)"
+
 // Call serves one callback: the nonce is checked before the body is
 // decoded, and the decoded body is served as Serve serves any Call.
 func (h *Handler) Call(ctx context.Context, r Request) protocol.Answer {
@@ -308,7 +312,12 @@ func (h *Handler) authenticate(d Door, header string, e *entry) (protocol.Answer
 
 // perform runs an authenticated call through the pipeline.
 func (h *Handler) perform(ctx context.Context, c Call, e *entry) protocol.Answer {
-	e.function = c.Function
+	// Only a function of the catalogue is named in the log and the
+	// metrics: the caller's text is not, before or after it is checked.
+	e.function = UnknownFunction
+	if f := h.function(c.Function); f != nil {
+		e.function = f.Name
+	}
 
 	// Identify: the tenant comes from our record, never from the request.
 	if c.ExternalUserID == "" {

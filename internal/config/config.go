@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +34,10 @@ const (
 	EnvMCPTokenSecret = "MCP_TOKEN_SECRET_ARN"
 	EnvMetrics        = "METRICS"
 	EnvMetricsNS      = "METRICS_NAMESPACE"
+	// EnvEdgeToken, when set, is the value of EdgeHeader that the edge in
+	// front (CloudFront, with AWS WAF) adds to every request: a request
+	// without it did not come through the edge and is refused.
+	EnvEdgeToken = "EDGE_ORIGIN_TOKEN"
 	// EnvFunctionName is set by Lambda; it names the metrics' dimension.
 	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 )
@@ -47,6 +53,8 @@ const (
 	// range; MaxMCPTokenBytes bounds it (an HTTP header).
 	MinMCPTokenBytes = 16
 	MaxMCPTokenBytes = 1024
+	// MinEdgeToken is the shortest EDGE_ORIGIN_TOKEN accepted.
+	MinEdgeToken = 32
 )
 
 // Config is oncecall's validated configuration.
@@ -59,16 +67,21 @@ type Config struct {
 	HookKey          string
 	PreviousHookKey  string
 	HookKeySecretARN string
-	NonceMaxCost     int
-	Retention        time.Duration
-	Policies         idempotency.Policies
-	UserCacheTTL     time.Duration
-	LogLevel         slog.Level
-	PublicURL        string
+	// PreviousHookKeyUntil, from the secret, is when PreviousHookKey
+	// stops being accepted; zero: until it is removed.
+	PreviousHookKeyUntil time.Time
+	NonceMaxCost         int
+	Retention            time.Duration
+	Policies             idempotency.Policies
+	UserCacheTTL         time.Duration
+	LogLevel             slog.Level
+	PublicURL            string
 	// MCPToken, when set, is the bearer token every POST /mcp must carry;
 	// MCPTokenSecretARN names the secret holding it otherwise.
 	MCPToken          string
 	MCPTokenSecretARN string
+	// EdgeToken is EDGE_ORIGIN_TOKEN ("": no edge in front).
+	EdgeToken string
 	// Metrics turns on CloudWatch Embedded Metric Format lines.
 	Metrics          bool
 	MetricsNamespace string
@@ -80,6 +93,18 @@ type Config struct {
 	// verifies no nonce (so needs no hook key) and exists only to deliver
 	// (so needs a destination).
 	DeliveryOnly bool
+	// QueueOnly is set in the base of the callback on Lambda, which only
+	// queues tickets for the worker: it needs to know where the
+	// destination is (DESTINATION_URL, which may carry a token) only when
+	// it makes inline first attempts.
+	QueueOnly bool
+	// Local is set in the base of a local run (the local server and the
+	// tools): the hook key may come from HOOK_KEY and may be the public
+	// demo key. Load also sets it when DYNAMODB_ENDPOINT is a local store
+	// (LocalEndpoint: make invoke, sam local invoke). Otherwise (on AWS
+	// Lambda) the hook key comes from Secrets Manager only, and must be
+	// fit for purpose (nonce.CheckKey).
+	Local bool
 }
 
 // Defaults for a local run.
@@ -90,6 +115,7 @@ var Defaults = Config{
 	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
+	Local:            true,
 }
 
 // Lambda holds the defaults on AWS Lambda: no table name and no hook key,
@@ -100,6 +126,7 @@ var Lambda = Config{
 	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
+	QueueOnly:        true,
 }
 
 // Worker holds the defaults of the delivery worker function on AWS Lambda:
@@ -161,9 +188,21 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 		c.HookKeySecretARN = v
 		c.HookKey, c.PreviousHookKey = "", ""
 	}
-	for name, k := range map[string]string{EnvHookKey: c.HookKey, EnvHookKeyPrev: c.PreviousHookKey} {
-		if len(k) > nonce.MaxKeyBytes {
-			bad(name, "is %d bytes; BCrypt uses at most %d", len(k), nonce.MaxKeyBytes)
+	c.Local = c.Local || LocalEndpoint(c.Endpoint)
+	for _, k := range []struct{ name, key string }{{EnvHookKey, c.HookKey}, {EnvHookKeyPrev, c.PreviousHookKey}} {
+		switch {
+		case k.key == "":
+		case len(k.key) > nonce.MaxKeyBytes:
+			bad(k.name, "is %d bytes; BCrypt uses at most %d", len(k.key), nonce.MaxKeyBytes)
+		case !c.Local && getenv(k.name) != "":
+			// A key in a function's environment is in its configuration,
+			// readable by whoever may read that, and stays after a rotation.
+			bad(k.name, "is refused on AWS Lambda: put the hook key in the Secrets Manager secret named by %s (%s is for local runs, whose %s is a local store)",
+				EnvHookKeySecret, k.name, EnvEndpoint)
+		default:
+			if err := nonce.CheckKey(k.key, c.Local); err != nil {
+				bad(k.name, "%v", err)
+			}
 		}
 	}
 	if c.HookKey == "" && c.HookKeySecretARN == "" && !c.DeliveryOnly {
@@ -224,6 +263,12 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 		}
 		c.MCPTokenSecretARN = v
 	}
+	if v := getenv(EnvEdgeToken); v != "" {
+		if len(v) < MinEdgeToken || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			bad(EnvEdgeToken, "must be at least %d visible ASCII characters (the template generates it)", MinEdgeToken)
+		}
+		c.EdgeToken = v
+	}
 	if v := getenv(EnvMetrics); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -240,6 +285,22 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 		return Config{}, fmt.Errorf("configuration: %w", errors.Join(errs...))
 	}
 	return c, nil
+}
+
+// LocalEndpoint reports whether endpoint is a store on this machine: a
+// loopback host, localhost, or host.docker.internal (the host as
+// `sam local invoke`'s container sees it).
+func LocalEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || endpoint == "" {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || host == "host.docker.internal" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func validTableName(s string) bool {

@@ -53,7 +53,7 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 		Table: "oncecall-Table-1ABC", Region: "eu-west-1", HookKeySecretARN: secretARN,
 		NonceMaxCost: 12, Retention: 48 * time.Hour, UserCacheTTL: 0, LogLevel: slog.LevelDebug,
 		PublicURL: "https://api.example.com", Metrics: true, MetricsNamespace: "oncecall-prod",
-		FunctionName: "oncecall-CallbackFunction-XYZ", MCPTokenSecretARN: secretARN,
+		FunctionName: "oncecall-CallbackFunction-XYZ", MCPTokenSecretARN: secretARN, QueueOnly: true,
 	}
 	if c.Policies.For("create_ticket") != idempotency.PolicyRequest || c.Policies.For("get_ticket") != idempotency.PolicyArguments {
 		t.Errorf("policies = %v", c.Policies)
@@ -117,6 +117,8 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 		{"log level", map[string]string{config.EnvLogLevel: "LOUD"}, nil, []string{"LOG_LEVEL", "DEBUG, INFO, WARN or ERROR"}},
 		{"public URL", map[string]string{config.EnvPublicURL: "api.example.com"}, nil, []string{"PUBLIC_URL", "http(s) URL"}},
 		{"metrics flag", map[string]string{config.EnvMetrics: "yes please"}, nil, []string{"METRICS", "true or false"}},
+		{"edge token too short", map[string]string{config.EnvEdgeToken: "short"}, nil, []string{"EDGE_ORIGIN_TOKEN", "at least 32 visible ASCII"}},
+		{"edge token with a space", map[string]string{config.EnvEdgeToken: strings.Repeat("t", 32) + " x"}, nil, []string{"EDGE_ORIGIN_TOKEN", "at least 32 visible ASCII"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +172,7 @@ func TestLoadReportsEveryProblemAtOnce(t *testing.T) {
 
 func TestLoadLocalDefaultKeyGivesWayToASecret(t *testing.T) {
 	base := config.Defaults
-	base.HookKey = "local-default"
+	base.HookKey = nonce.DemoKey
 	c, err := config.Load(env(map[string]string{config.EnvHookKeySecret: secretARN}), base, functions)
 	if err != nil {
 		t.Fatal(err)
@@ -179,19 +181,80 @@ func TestLoadLocalDefaultKeyGivesWayToASecret(t *testing.T) {
 		t.Errorf("HookKey=%q secret=%q: the secret must be the only source", c.HookKey, c.HookKeySecretARN)
 	}
 	c, err = config.Load(env(nil), base, functions)
-	if err != nil || c.HookKey != "local-default" || c.Table != "oncecall" {
+	if err != nil || c.HookKey != nonce.DemoKey || c.Table != "oncecall" {
 		t.Errorf("local defaults: %+v, %v", c, err)
 	}
 }
 
 func TestLoadMCPToken(t *testing.T) {
 	base := config.Defaults
-	base.HookKey = "local-default"
+	base.HookKey = "local-default-hook-key-0123456789abcdef"
 	c, err := config.Load(env(map[string]string{config.EnvMCPToken: "local-token-0123456789"}), base, functions)
 	if err != nil || c.MCPToken != "local-token-0123456789" || c.MCPTokenSecretARN != "" {
 		t.Errorf("MCP_TOKEN: %q %q %v", c.MCPToken, c.MCPTokenSecretARN, err)
 	}
 	if c, err = config.Load(env(nil), base, functions); err != nil || c.MCPToken != "" || c.MCPTokenSecretARN != "" {
 		t.Errorf("no token by default: %q %q %v", c.MCPToken, c.MCPTokenSecretARN, err)
+	}
+}
+
+// TestHookKeysFitForPurpose: on Lambda the hook key comes from Secrets
+// Manager only; a key from the environment is accepted only for a local
+// run (the local server's base, or a local store), and every key must be
+// at least nonce.MinKeyBytes, not blank, and not the public demo key
+// (which only a local run may use). No message echoes the key.
+func TestHookKeysFitForPurpose(t *testing.T) {
+	strong := "k2Vq9xR7mN4pL8sT1wY6zA3bC5dE0fG7hJ"
+	lambdaWithKey := func(k map[string]string, endpoint string) map[string]string {
+		e := lambdaEnv()
+		delete(e, config.EnvHookKeySecret)
+		if endpoint != "" {
+			e[config.EnvEndpoint] = endpoint
+		}
+		for n, v := range k {
+			e[n] = v
+		}
+		return e
+	}
+	for _, c := range []struct {
+		name string
+		base config.Config
+		env  map[string]string
+		want string // "" accepted; else fragments of the message
+	}{
+		{"on Lambda, a strong key from the environment", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong}, ""),
+			"HOOK_KEY: is refused on AWS Lambda: put the hook key in the Secrets Manager secret named by HOOK_KEY_SECRET_ARN"},
+		{"on Lambda, a previous key from the environment", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong, config.EnvHookKeyPrev: strong + "x"}, "https://dynamodb.eu-west-1.amazonaws.com"),
+			"HOOK_KEY_PREVIOUS: is refused on AWS Lambda"},
+		{"make invoke: the demo key, a loopback store", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: nonce.DemoKey}, "http://127.0.0.1:8000"), ""},
+		{"sam local invoke: the demo key, the host's store", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: nonce.DemoKey}, "http://host.docker.internal:8000"), ""},
+		{"a local store, a one-letter key", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: "k"}, "http://localhost:8000"),
+			"HOOK_KEY: is shorter than 32 bytes"},
+		{"a local store, a single space", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: " "}, "http://[::1]:8000"),
+			"HOOK_KEY: is empty or only white space"},
+		{"a local store, 32 spaces and tabs", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strings.Repeat(" \t", 16)}, "http://127.0.0.1:8000"),
+			"HOOK_KEY: is empty or only white space"},
+		{"a local store, 31 bytes", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong[:31]}, "http://127.0.0.1:8000"),
+			"HOOK_KEY: is shorter than 32 bytes"},
+		{"a local store, 32 bytes", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong[:32]}, "http://127.0.0.1:8000"), ""},
+		{"the local server, the demo key", config.Defaults, map[string]string{config.EnvHookKey: nonce.DemoKey}, ""},
+		{"the local server, a short previous key", config.Defaults, map[string]string{config.EnvHookKey: strong, config.EnvHookKeyPrev: "old"},
+			"HOOK_KEY_PREVIOUS: is shorter than 32 bytes"},
+		{"the local server, a blank key", config.Defaults, map[string]string{config.EnvHookKey: "   "}, "HOOK_KEY: is empty or only white space"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := config.Load(env(c.env), c.base, functions)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && err == nil:
+				t.Fatalf("accepted; want %q", c.want)
+			case c.want != "" && !strings.Contains(err.Error(), c.want):
+				t.Fatalf("message %q lacks %q", err, c.want)
+			}
+			if err != nil && strings.Contains(err.Error(), strong[:20]) {
+				t.Errorf("message echoes the key: %v", err)
+			}
+		})
 	}
 }

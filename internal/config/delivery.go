@@ -122,7 +122,9 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 				bad(name, "applies to %s=%s only", EnvDestination, DestinationZendesk)
 			}
 		}
-		if d.URL == "" {
+		// The callback on Lambda only queues tickets, and is not given
+		// the URL unless it makes inline attempts (checked below).
+		if d.URL == "" && !c.QueueOnly {
 			bad(EnvDestinationURL, "is required with %s=%s: the URL tickets are POSTed to", EnvDestination, DestinationWebhook)
 		}
 		d.DedupWindow = duration(getenv, EnvDedupWindow, 0, MaxDedupWindow, d.DedupWindow, bad,
@@ -152,6 +154,9 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 	d.MaxAge = duration(getenv, EnvMaxAge, MinDestMaxAge, MaxDestMaxAge, d.MaxAge, bad, "")
 	d.Inline = duration(getenv, EnvInlineTimeout, 0, MaxInlineTimeout, d.Inline, bad, "(0: off)")
 	d.SweepInterval = duration(getenv, EnvSweepInterval, MinSweepInterval, MaxSweepInterval, d.SweepInterval, bad, "")
+	if c.QueueOnly && d.Destination == DestinationWebhook && d.URL == "" && d.Inline > 0 {
+		bad(EnvDestinationURL, "is required with %s: inline first attempts POST tickets to it", EnvInlineTimeout)
+	}
 	if v := getenv(EnvMaxAttempts); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxDestAttempts {

@@ -67,7 +67,7 @@ func TestDeliveryRefusals(t *testing.T) {
 	}{
 		{map[string]string{config.EnvDestinationURL: "https://x.test"}, "DESTINATION_URL: is set but DESTINATION is not"},
 		{map[string]string{config.EnvDestination: "jira"}, `DESTINATION: "jira" must be webhook or zendesk`},
-		{map[string]string{config.EnvDestination: "webhook"}, "DESTINATION_URL: is required with DESTINATION=webhook"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvInlineTimeout: "1s"}, "DESTINATION_URL: is required with DELIVERY_INLINE_TIMEOUT: inline first attempts POST tickets to it"},
 		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "ftp://x"}, "DESTINATION_URL: must be an https:// URL"},
 		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvDedupWindow: "-1s"}, "DESTINATION_DEDUP_WINDOW: \"-1s\" must be a duration from 0s to 168h0m0s"},
 		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvLookup: "yes"}, `DESTINATION_LOOKUP: "yes" must be true or false`},
@@ -89,6 +89,26 @@ func TestDeliveryRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("Load(%v) = %v, want it to say %q", c.set, err, c.says)
 		}
+	}
+}
+
+// TestTheWebhookURLOnlyWhereTicketsAreSent: a webhook URL may carry a
+// token, so the callback on Lambda, which only queues tickets, needs it
+// only for inline first attempts; the worker and a local run always do.
+func TestTheWebhookURLOnlyWhereTicketsAreSent(t *testing.T) {
+	e := lambdaEnv()
+	e[config.EnvDestination] = "webhook"
+	c, err := config.Load(env(e), config.Lambda, functions)
+	if err != nil || c.Delivery.Destination != "webhook" || c.Delivery.URL != "" {
+		t.Fatalf("the queueing callback without the URL: %+v, %v", c.Delivery, err)
+	}
+	w := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1", config.EnvDestination: "webhook"}
+	if _, err := config.Load(env(w), config.Worker, nil); err == nil || !strings.Contains(err.Error(), "DESTINATION_URL: is required with DESTINATION=webhook") {
+		t.Fatalf("the worker without the URL: %v", err)
+	}
+	l := map[string]string{config.EnvDestination: "webhook", config.EnvHookKey: "local-demo-hook-key-0123456789"}
+	if _, err := config.Load(env(l), config.Defaults, functions); err == nil || !strings.Contains(err.Error(), "DESTINATION_URL: is required with DESTINATION=webhook") {
+		t.Fatalf("a local run without the URL: %v", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -89,38 +90,44 @@ func (s *Store) writeGrants(ctx context.Context, u identity.User) error {
 	return nil
 }
 
-// healGrants writes the copies of a user's grant that are missing, from
-// the user's record: tables written before the grant copies existed get
-// them on a user's first call. It returns identity.ErrUnknown when there
-// is no record.
-func (s *Store) healGrants(ctx context.Context, userID string) error {
-	item, err := s.get(ctx, userKey(userID))
-	if err != nil {
-		return err
-	}
-	if item == nil {
-		return identity.ErrUnknown
-	}
-	u, err := decodeUser(item, userID)
-	if err != nil {
-		return err
-	}
-	for shard := range GrantShards {
-		err := s.retry(ctx, func() error {
-			_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
-				TableName:                &s.table,
-				Item:                     grantItem(u, shard, 0),
-				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+// SyncGrants gives every user of the table the copies of its grant, from
+// its record: a table written before the copies existed gets them once
+// (oncecall-admin user sync-grants), and a copy that differs from its
+// record is rewritten. Until then a call of a user without copies checks
+// the user's record itself, as before. It returns how many users it
+// synced; it reads the table with a scan.
+func (a *Admin) SyncGrants(ctx context.Context) (int, error) {
+	n := 0
+	var start map[string]types.AttributeValue
+	for {
+		var out *dynamodb.ScanOutput
+		err := a.store.retry(ctx, func() (err error) {
+			out, err = a.api.Scan(ctx, &dynamodb.ScanInput{
+				TableName: &a.table, ConsistentRead: aws.Bool(true), ExclusiveStartKey: start,
+				FilterExpression:          aws.String("#kind = :user"),
+				ExpressionAttributeNames:  map[string]string{"#kind": attrKind},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":user": strAV("user")},
 			})
 			return err
 		})
-		var ccf *types.ConditionalCheckFailedException
-		if err != nil && !errors.As(err, &ccf) {
-			return err
+		if err != nil {
+			return n, err
+		}
+		for _, item := range out.Items {
+			id := strings.TrimPrefix((&decoder{item: item}).str(PartitionKey, true), userPrefix)
+			u, err := decodeUser(item, id)
+			if err != nil {
+				return n, err
+			}
+			if err := a.store.writeGrants(ctx, u); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if start = out.LastEvaluatedKey; len(start) == 0 {
+			return n, nil
 		}
 	}
-	return nil
 }
 
 // DeleteUser deletes the record of a user and every copy of its grant: no

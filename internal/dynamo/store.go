@@ -113,7 +113,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
 	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
-	healed := false
+	onRecord := false
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
@@ -131,17 +131,13 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 				if !retryableReasons(reasons[:1]) {
 					return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
 				}
-			case failed(reasons, 0) && len(reasons[0].Item) == 0 && !healed:
-				// No copy of the user's grant (a table written before
-				// the copies existed, or a user deleted): make them from
-				// the user's record and try again, or refuse.
-				healed = true
-				if err := s.healGrants(ctx, rec.UserID); err != nil {
-					if errors.Is(err, identity.ErrUnknown) {
-						return nil, &identity.Revoked{}
-					}
-					return nil, err
-				}
+			case failed(reasons, 0) && len(reasons[0].Item) == 0 && !onRecord:
+				// No copy of the user's grant (a table written before the
+				// copies existed and not yet given them by oncecall-admin
+				// user sync-grants, or a user deleted): check the user's
+				// record itself instead, as before the copies existed.
+				onRecord = true
+				in.TransactItems[0].ConditionCheck.Key = userKey(rec.UserID)
 				continue
 			case failed(reasons, 0):
 				// Checked before the claim: a revoked user learns nothing
@@ -295,7 +291,7 @@ func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity
 		{Get: &types.Get{TableName: &s.table, Key: ticketKey(id)}},
 	}}
 	var out *dynamodb.TransactGetItemsOutput
-	for healed := false; ; healed = true {
+	for onRecord := false; ; onRecord = true {
 		err := s.retry(ctx, func() (err error) {
 			out, err = s.api.TransactGetItems(ctx, in)
 			return err
@@ -306,14 +302,12 @@ func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity
 		if len(out.Responses) != 2 {
 			return identity.User{}, nil, nil, fmt.Errorf("dynamo: TransactGetItems returned %d responses, want 2", len(out.Responses))
 		}
-		if len(out.Responses[0].Item) > 0 || healed {
+		if len(out.Responses[0].Item) > 0 || onRecord {
 			break
 		}
-		// No copy of the user's grant: make them from the user's record
-		// (a table written before they existed) and read again.
-		if err := s.healGrants(ctx, externalID); err != nil {
-			return identity.User{}, nil, nil, err
-		}
+		// No copy of the user's grant (a table not yet given them): read
+		// the user's record itself, as before the copies existed.
+		in.TransactItems[0].Get.Key = userKey(externalID)
 	}
 	if len(out.Responses[0].Item) == 0 {
 		return identity.User{}, nil, nil, identity.ErrUnknown

@@ -3,6 +3,7 @@ package nonce
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -15,15 +16,50 @@ const (
 	// MinCost is the lowest cost BCrypt defines.
 	MinCost = bcrypt.MinCost
 	// DefaultMaxCost is the highest cost a Verifier accepts unless told
-	// otherwise. AIVAX hashes at cost 9; 10 leaves room for one step up.
-	DefaultMaxCost = 10
+	// otherwise: AIVAX hashes at cost 9, so a forged nonce of cost 10 or
+	// more is refused without any BCrypt work.
+	DefaultMaxCost = 9
 	// HardMaxCost caps any configured maximum: every step doubles the work,
 	// and cost 14 already takes about a second of CPU.
 	HardMaxCost = 14
 	// MaxKeyBytes is the longest hook key BCrypt can use; it reads no more
 	// than 72 bytes of its input.
 	MaxKeyBytes = 72
+	// MinKeyBytes is the shortest hook key accepted: 32 random characters
+	// are out of reach of guessing, even offline against a captured nonce.
+	MinKeyBytes = 32
 )
+
+// DemoKey is the hook key of local runs. It is public (it is in this
+// repository), so CheckKey refuses it for anything but a local run.
+const DemoKey = "local-demo-hook-key-0123456789"
+
+// Problems CheckKey reports. They never contain the key.
+var (
+	ErrKeyBlank = errors.New("is empty or only white space: generate one, such as with `openssl rand -base64 32`")
+	ErrKeyShort = fmt.Errorf("is shorter than %d bytes: generate a longer one, such as with `openssl rand -base64 32`", MinKeyBytes)
+	ErrKeyLong  = fmt.Errorf("is longer than %d bytes, all that BCrypt reads: use a shorter one", MaxKeyBytes)
+	ErrKeyDemo  = errors.New("is the public demo key, which only a local run may use: generate a key of your own")
+)
+
+// CheckKey reports what makes k unfit as a hook key, or nil: blank, shorter
+// than MinKeyBytes, longer than MaxKeyBytes, or DemoKey. A local run (the
+// local server, a local store) may use DemoKey, and only that short key.
+func CheckKey(k string, local bool) error {
+	switch {
+	case strings.TrimSpace(k) == "":
+		return ErrKeyBlank
+	case len(k) > MaxKeyBytes:
+		return ErrKeyLong
+	case k == DemoKey && local:
+		return nil
+	case k == DemoKey:
+		return ErrKeyDemo
+	case len(k) < MinKeyBytes:
+		return ErrKeyShort
+	}
+	return nil
+}
 
 // Errors returned by Verify. They never contain the nonce or the key.
 var (

@@ -131,3 +131,29 @@ func BenchmarkVerifyCost9(b *testing.B) {
 		}
 	}
 }
+
+func TestCheckKey(t *testing.T) {
+	strong := strings.Repeat("x", MinKeyBytes)
+	for _, c := range []struct {
+		key   string
+		local bool
+		want  error
+	}{
+		{strong, false, nil},
+		{strong, true, nil},
+		{strings.Repeat("x", MaxKeyBytes), false, nil},
+		{strings.Repeat("x", MaxKeyBytes+1), true, ErrKeyLong},
+		{strong[1:], false, ErrKeyShort},
+		{"k", true, ErrKeyShort},
+		{"", true, ErrKeyBlank},
+		{" ", true, ErrKeyBlank},
+		{strings.Repeat(" ", MinKeyBytes), false, ErrKeyBlank},
+		{"\t\n\r " + strings.Repeat(" ", 40), false, ErrKeyBlank},
+		{DemoKey, false, ErrKeyDemo},
+		{DemoKey, true, nil},
+	} {
+		if err := CheckKey(c.key, c.local); err != c.want {
+			t.Errorf("CheckKey(%q, local %v) = %v, want %v", c.key, c.local, err, c.want)
+		}
+	}
+}

@@ -2,9 +2,11 @@
 // AWS Secrets Manager.
 //
 // The hook key secret's value is either the plain key, or a JSON object
-// {"current": "...", "previous": "..."}: during a rotation both keys are
-// accepted, so a hook-key roll in AIVAX drops no call. The value is read once
-// per cold start and never logged.
+// {"current": "...", "previous": "...", "previous_until": "<RFC 3339>"}:
+// during a rotation both keys are accepted, so a hook-key roll in AIVAX
+// drops no call, and the previous key is refused after previous_until. The
+// value is read at cold start and again every RefreshInterval (Rotating),
+// and never logged.
 package secret
 
 import (
@@ -13,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
@@ -26,6 +29,9 @@ type Getter interface {
 type Keys struct {
 	Current  string `json:"current"`
 	Previous string `json:"previous"`
+	// PreviousUntil, when set, is when the previous key stops being
+	// accepted; zero means it is accepted until it is removed.
+	PreviousUntil time.Time `json:"previous_until"`
 }
 
 // HookKeys fetches and parses secret id (an ARN or name).
@@ -59,10 +65,13 @@ func Parse(v string) (Keys, error) {
 		dec := json.NewDecoder(strings.NewReader(v))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&k); err != nil {
-			return Keys{}, errors.New(`hook key secret is JSON but not {"current": "...", "previous": "..."}`)
+			return Keys{}, errors.New(`hook key secret is JSON but not {"current": "...", "previous": "...", "previous_until": "<RFC 3339 time>"}`)
 		}
 		if k.Current == "" {
 			return Keys{}, errors.New(`hook key secret has no "current" key`)
+		}
+		if !k.PreviousUntil.IsZero() && k.Previous == "" {
+			return Keys{}, errors.New(`hook key secret has "previous_until" but no "previous" key: remove it, or add the key it ends`)
 		}
 		return k, nil
 	}

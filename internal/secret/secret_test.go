@@ -3,6 +3,7 @@ package secret
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -12,13 +13,16 @@ func TestParse(t *testing.T) {
 		`{"current":"new"}`:                           {Current: "new"},
 		`{"current":"new","previous":"old"}`:          {Current: "new", Previous: "old"},
 		" {\"previous\":\"old\",\"current\":\"new\"}": {Current: "new", Previous: "old"},
+		`{"current":"new","previous":"old","previous_until":"2026-12-01T12:00:00Z"}`: {Current: "new", Previous: "old",
+			PreviousUntil: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)},
 	} {
 		got, err := Parse(in)
 		if err != nil || got != want {
 			t.Errorf("Parse(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "   ", `{"previous":"old"}`, `{"current":"a","extra":1}`, `{"current":`} {
+	for _, in := range []string{"", "   ", `{"previous":"old"}`, `{"current":"a","extra":1}`, `{"current":`,
+		`{"current":"new","previous_until":"2026-12-01T12:00:00Z"}`, `{"current":"new","previous":"old","previous_until":"tomorrow"}`} {
 		if k, err := Parse(in); err == nil {
 			t.Errorf("Parse(%q) accepted: %+v", in, k)
 		}

@@ -18,11 +18,17 @@ import (
 const (
 	// MaxRetryAfter caps the wait a destination may ask for.
 	MaxRetryAfter = time.Hour
-	// MaxIDBytes bounds a destination's ticket id.
-	MaxIDBytes = 256
+	// MaxIDBytes bounds a destination's ticket id, which reaches the
+	// model: an id is 1 to MaxIDBytes of IDCharacters.
+	MaxIDBytes = 64
 	// MaxURLBytes bounds a destination's ticket URL; a longer one is dropped.
 	MaxURLBytes = 2048
 )
+
+// IDCharacters are the characters a destination's ticket id may have:
+// enough for numbers, keys such as "HD-7" or "ABC-123" and UUIDs, and too
+// few for a sentence addressed to the model.
+const IDCharacters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:"
 
 // Result codes, safe to log: none quotes the ticket, a credential, a URL or
 // the destination's answer. A status without a name of its own is
@@ -101,11 +107,12 @@ func CreateResult(a Answer, dedup bool, receipt func(Answer) (delivery.Receipt, 
 			return r
 		}
 		rc, ok := receipt(a)
-		if ok {
-			rc, ok = CleanReceipt(rc)
-		}
-		if !ok {
+		if !ok || strings.TrimSpace(rc.ID) == "" {
 			r.Code = CodeNoID
+			return r
+		}
+		if rc, ok = CleanReceipt(rc, a.Host); !ok {
+			r.Code = CodeBadAnswer // an id oncecall will not store or show
 			return r
 		}
 		r.Outcome, r.Receipt, r.Code = delivery.Created, rc, CodeCreated
@@ -163,7 +170,7 @@ func LookupResult(a Answer, tickets func(Answer) ([]delivery.Receipt, bool)) del
 		r.Outcome, r.Code = delivery.Absent, CodeAbsent
 		return r
 	}
-	rc, ok := CleanReceipt(found[0])
+	rc, ok := CleanReceipt(found[0], a.Host)
 	if !ok {
 		r.Code = CodeBadAnswer
 		return r
@@ -175,30 +182,32 @@ func LookupResult(a Answer, tickets func(Answer) ([]delivery.Receipt, bool)) del
 	return r
 }
 
-// CleanReceipt checks a receipt read from a destination: the id must be 1
-// to MaxIDBytes of printable UTF-8; a URL that is not an absolute http or
-// https URL of at most MaxURLBytes is dropped.
-func CleanReceipt(rc delivery.Receipt) (delivery.Receipt, bool) {
+// CleanReceipt checks a receipt read from a destination at host (the
+// host the request went to) before it is stored or shown to the model:
+// the id must be 1 to MaxIDBytes of IDCharacters, else the receipt is
+// refused; a URL that is not an absolute http or https URL of at most
+// MaxURLBytes of visible ASCII on host (any port) is dropped, and so is
+// every URL when host is empty.
+func CleanReceipt(rc delivery.Receipt, host string) (delivery.Receipt, bool) {
 	rc.ID = strings.TrimSpace(rc.ID)
-	if rc.ID == "" || len(rc.ID) > MaxIDBytes || !printable(rc.ID) {
+	if rc.ID == "" || len(rc.ID) > MaxIDBytes || strings.Trim(rc.ID, IDCharacters) != "" {
 		return delivery.Receipt{}, false
 	}
 	if rc.URL != "" {
 		u, err := url.Parse(rc.URL)
-		if len(rc.URL) > MaxURLBytes || !printable(rc.URL) || err != nil ||
-			(u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		if host == "" || len(rc.URL) > MaxURLBytes || !visibleASCII(rc.URL) || err != nil ||
+			(u.Scheme != "https" && u.Scheme != "http") || u.User != nil || !strings.EqualFold(u.Hostname(), host) {
 			rc.URL = ""
 		}
 	}
 	return rc, true
 }
 
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
+// visibleASCII reports whether s is only visible ASCII characters (no
+// space, no control character).
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
 			return false
 		}
 	}

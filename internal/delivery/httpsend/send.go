@@ -42,6 +42,9 @@ type Answer struct {
 	// BodyCode is "" when the whole body was read, else why it was not:
 	// CodeAnswerTooLarge, or the code of the failure that cut it short.
 	BodyCode string
+	// Host is the host the request was sent to (the destination's, from
+	// configuration): a receipt's URL must be on it (CleanReceipt).
+	Host string
 }
 
 // Failure is a request that got no answer. Its Error is its Code, so that
@@ -125,7 +128,7 @@ func (c *Client) Send(ctx context.Context, req *http.Request) (Answer, error) {
 		return Answer{}, p.failure(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	a := Answer{Status: resp.StatusCode, Header: resp.Header}
+	a := Answer{Status: resp.StatusCode, Header: resp.Header, Host: req.URL.Hostname()}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 	switch {
 	case err != nil:

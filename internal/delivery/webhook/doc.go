@@ -15,8 +15,9 @@
 //
 //	GET $DESTINATION_URL?external_id=<oncecall ticket id>
 //
-// answered 200 with {"tickets": [{"id": …, "url": …}]}, an empty list when
-// no ticket has that external id.
+// answered 200 with {"tickets": [{"id": …, "url": …, "external_id": …}]},
+// an empty list when no ticket has that external id. Every listed ticket
+// must carry the external id asked for; any other list is a bad answer.
 //
 // What the destination promises about duplicates (whether it deduplicates
 // by Idempotency-Key and for how long, whether it can be looked up, how

@@ -90,14 +90,12 @@ type body struct {
 }
 
 // bodyOf is the body Create sends for t. It depends on t alone, so every
-// attempt for one ticket sends the same bytes.
+// attempt for one ticket sends the same bytes. The tenant and requester
+// are members of their own, from oncecall's records; the model's tags are
+// namespaced (delivery.ModelTags).
 func bodyOf(t ticket.Ticket) body {
-	tags := t.Tags
-	if tags == nil {
-		tags = []string{}
-	}
 	return body{ExternalID: t.ID, TenantID: t.Tenant, Requester: t.UserID, Title: t.Title,
-		Description: t.Description, Priority: t.Priority, Tags: tags,
+		Description: t.Description, Priority: t.Priority, Tags: delivery.ModelTags(t.Tags),
 		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
 }
 
@@ -130,7 +128,10 @@ func (d *Destination) Create(ctx context.Context, key string, t ticket.Ticket) d
 	return r
 }
 
-// Lookup asks for the tickets whose external id is externalID.
+// Lookup asks for the tickets whose external id is externalID. Every
+// ticket listed must carry externalID as its external_id: a list with a
+// ticket that does not (a helpdesk or proxy ignoring the filter) is a bad
+// answer, so another ticket is never taken for this one.
 func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Result {
 	if !d.caps.Lookup {
 		return delivery.Result{Outcome: delivery.Unavailable, Code: httpsend.CodeLookupUnsupported}
@@ -151,6 +152,9 @@ func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Re
 		}
 		out := make([]delivery.Receipt, 0, len(*list.Tickets))
 		for _, ref := range *list.Tickets {
+			if ref.ExternalID == nil || *ref.ExternalID != externalID {
+				return nil, false // not proven to be the ticket asked for
+			}
 			rc, ok := ref.receipt()
 			if !ok {
 				return nil, false
@@ -162,10 +166,11 @@ func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Re
 }
 
 // reference is a ticket as the contract's answers name it. The id may be a
-// JSON string or number.
+// JSON string or number; ExternalID is required in a lookup's list.
 type reference struct {
-	ID  json.RawMessage `json:"id"`
-	URL string          `json:"url"`
+	ID         json.RawMessage `json:"id"`
+	URL        string          `json:"url"`
+	ExternalID *string         `json:"external_id"`
 }
 
 func (r reference) receipt() (delivery.Receipt, bool) {

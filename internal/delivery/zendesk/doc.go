@@ -13,5 +13,6 @@
 // A Zendesk requester must be a Zendesk user, and oncecall's users are
 // not: the ticket's requester is the API user (or Options.RequesterID),
 // and oncecall's tenant and user id are carried in custom ticket fields
-// when Options names them, else in a last line of the first comment.
+// when Options names them, else in a block that starts the first comment,
+// before the model's text, whose look-alike lines are marked.
 package zendesk

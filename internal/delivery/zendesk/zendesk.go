@@ -61,7 +61,7 @@ type Options struct {
 	SettleDelay time.Duration
 	// TenantField and RequesterField, when set, are the ids of custom
 	// ticket fields that receive oncecall's tenant id and user id. What
-	// has no field is written in a last line of the first comment.
+	// has no field is written in a line at the start of the first comment.
 	TenantField, RequesterField int64
 	// RequesterID, when set, is the Zendesk user made the requester of
 	// every ticket; otherwise the API user is.
@@ -176,31 +176,75 @@ type customField struct {
 	Value string `json:"value"`
 }
 
+// Identity lines: what the first comment starts with for the tenant and
+// the user that have no custom field, and the line that ends them.
+const (
+	TenantLine    = "oncecall tenant: "
+	UserLine      = "oncecall user: "
+	IdentityEnd   = "--"
+	QuotedMarker  = "[quoted] "
+	identityToken = "oncecall"
+)
+
 // bodyOf is the create body for t. It depends on t and the Options alone,
 // so every attempt for one ticket sends the same payload.
+//
+// The tenant and user come from oncecall's records. Each goes into its
+// custom field when one is configured, which the model cannot write;
+// otherwise into a block at the very start of the first comment, ended by
+// IdentityEnd, before anything the model wrote, and every line of the
+// model's text that could pass for one of those lines is marked
+// QuotedMarker. The model's tags are namespaced (delivery.ModelTags).
 func (d *Destination) bodyOf(t ticket.Ticket) createBody {
 	text := t.Description
 	if strings.TrimSpace(text) == "" {
 		text = t.Title
 	}
-	var footer []string
+	var block []string
 	var fields []customField
 	if d.opts.TenantField != 0 {
 		fields = append(fields, customField{ID: d.opts.TenantField, Value: t.Tenant})
 	} else {
-		footer = append(footer, "oncecall tenant: "+t.Tenant)
+		block = append(block, TenantLine+t.Tenant)
 	}
 	if d.opts.RequesterField != 0 {
 		fields = append(fields, customField{ID: d.opts.RequesterField, Value: t.UserID})
 	} else {
-		footer = append(footer, "oncecall user: "+t.UserID)
+		block = append(block, UserLine+t.UserID)
 	}
-	if len(footer) > 0 {
-		text += "\n\n--\n" + strings.Join(footer, "\n")
+	if len(block) > 0 {
+		text = strings.Join(block, "\n") + "\n" + IdentityEnd + "\n\n" + neutralize(text)
 	}
-	tags := append(append(make([]string, 0, len(t.Tags)+1), t.Tags...), Tag)
+	tags := append(delivery.ModelTags(t.Tags), Tag)
 	return createBody{Ticket: newTicket{Subject: t.Title, Comment: comment{Body: text}, Priority: t.Priority,
 		Tags: tags, ExternalID: t.ID, RequesterID: d.opts.RequesterID, CustomFields: fields}}
+}
+
+// neutralize marks with QuotedMarker every line of text that reads, once
+// its letters are lower-cased and everything but ASCII letters and colons
+// is dropped, as starting with "oncecall": a forged identity line, however
+// spaced, cased or decorated.
+func neutralize(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if lookalike(l) {
+			lines[i] = QuotedMarker + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func lookalike(line string) bool {
+	var b strings.Builder
+	for _, r := range strings.ToLower(line) {
+		if r >= 'a' && r <= 'z' {
+			b.WriteRune(r)
+			if b.Len() == len(identityToken) {
+				break
+			}
+		}
+	}
+	return b.String() == identityToken
 }
 
 // Create creates t with Idempotency-Key key.
@@ -244,7 +288,8 @@ func keyReused(body []byte) bool {
 	return json.Unmarshal(body, &e) == nil && e.Error == ErrorKeyReused
 }
 
-// Lookup lists the tickets whose external_id is externalID.
+// Lookup lists the tickets whose external_id is externalID. A list with a
+// ticket that does not carry externalID is a bad answer.
 func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Result {
 	target := d.base + TicketsPath + "?" + url.Values{"external_id": {externalID}}.Encode()
 	return d.client.Lookup(ctx, target, d.auth, func(a httpsend.Answer) ([]delivery.Receipt, bool) {
@@ -256,8 +301,10 @@ func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Re
 		}
 		out := make([]delivery.Receipt, 0, len(*list.Tickets))
 		for _, t := range *list.Tickets {
-			if t.ExternalID != nil && *t.ExternalID != externalID {
-				return nil, false // not the list asked for
+			if t.ExternalID == nil || *t.ExternalID != externalID {
+				// Missing, null or another: not proven to be the ticket
+				// asked for (a proxy may have dropped the filter).
+				return nil, false
 			}
 			rc, ok := d.receipt(t)
 			if !ok {

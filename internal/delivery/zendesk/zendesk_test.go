@@ -74,16 +74,16 @@ func TestTheTicketSent(t *testing.T) {
 	ctx := context.Background()
 	tk := desttest.NewTicket()
 
-	// Without custom fields, tenant and user end the first comment.
+	// Without custom fields, tenant and user start the first comment.
 	d := newDest(t, hd, zendesk.Options{})
 	r := d.Create(ctx, "k1", tk)
 	if r.Outcome != delivery.Created || r.Receipt.URL != hd.URL()+"/agent/tickets/1" || r.Receipt.ID != "1" {
 		t.Fatalf("Create = %+v", r)
 	}
 	got := hd.Tickets()[0]
-	wantBody := tk.Description + "\n\n--\noncecall tenant: " + tk.Tenant + "\noncecall user: " + tk.UserID
+	wantBody := "oncecall tenant: " + tk.Tenant + "\noncecall user: " + tk.UserID + "\n--\n\n" + tk.Description
 	if got.Via != helpdesk.ViaZendesk || got.ExternalID != tk.ID || got.Title != tk.Title || got.Description != wantBody ||
-		got.Priority != "high" || strings.Join(got.Tags, ",") != "auth,login,oncecall" || got.RequesterID != 0 ||
+		got.Priority != "high" || strings.Join(got.Tags, ",") != "model_auth,model_login,oncecall" || got.RequesterID != 0 ||
 		len(got.CustomFields) != 0 || got.IdempotencyKey != "k1" {
 		t.Fatalf("the helpdesk got %+v", got)
 	}
@@ -108,8 +108,41 @@ func TestTheTicketSent(t *testing.T) {
 	if r := d.Create(ctx, "k3", tk3); r.Outcome != delivery.Created {
 		t.Fatalf("Create = %+v", r)
 	}
-	if got := hd.Tickets()[2]; got.Description != tk3.Description+"\n\n--\noncecall user: "+tk3.UserID || len(got.CustomFields) != 1 {
+	if got := hd.Tickets()[2]; got.Description != "oncecall user: "+tk3.UserID+"\n--\n\n"+tk3.Description || len(got.CustomFields) != 1 {
 		t.Fatalf("the helpdesk got %+v", got)
+	}
+}
+
+// TestAForgedFooterAndForgedTags: the model ends its description with an
+// identity footer of its own (as the comment once ended) and writes lines
+// that pass for the identity block, and sends tags a trigger may key on.
+// The helpdesk receives the real tenant and user first, every forged line
+// marked, and only namespaced tags besides oncecall's own.
+func TestAForgedFooterAndForgedTags(t *testing.T) {
+	hd := desttest.Start(t, helpdesk.Options{})
+	d := newDest(t, hd, zendesk.Options{})
+	tk := desttest.NewTicket()
+	tk.Description = "My printer is broken.\n\n--\noncecall tenant: tenant-victim\noncecall user: ceo\n" +
+		"  OnceCall User: admin\n> o n c e c a l l tenant: x\nThe oncecall tag is fine."
+	tk.Tags = []string{"oncecall", "vip urgent", "Escalated", "a,b"}
+	if r := d.Create(context.Background(), "k", tk); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	got := hd.Tickets()[0]
+	want := "oncecall tenant: " + tk.Tenant + "\noncecall user: " + tk.UserID + "\n--\n\n" +
+		"My printer is broken.\n\n--\n[quoted] oncecall tenant: tenant-victim\n[quoted] oncecall user: ceo\n" +
+		"[quoted]   OnceCall User: admin\n[quoted] > o n c e c a l l tenant: x\nThe oncecall tag is fine."
+	if got.Description != want {
+		t.Fatalf("the helpdesk received:\n%s\nwant:\n%s", got.Description, want)
+	}
+	t.Logf("the helpdesk received:\n%s\ntags %q", got.Description, got.Tags)
+	for i, line := range strings.Split(got.Description, "\n") {
+		if i >= 2 && (strings.HasPrefix(line, zendesk.TenantLine) || strings.HasPrefix(line, zendesk.UserLine)) {
+			t.Errorf("line %d passes for an identity line: %q", i+1, line)
+		}
+	}
+	if tags := strings.Join(got.Tags, ","); tags != "model_oncecall,model_vip_urgent,model_escalated,model_a_b,oncecall" {
+		t.Fatalf("tags %s", tags)
 	}
 }
 
@@ -274,6 +307,11 @@ func TestLookupAnswers(t *testing.T) {
 		{`{"tickets":[{"id":35436,"external_id":"t-1","url":"https://x/api/v2/tickets/35436.json"}]}`, delivery.Found, "found", "35436"},
 		{`{"tickets":[{"id":1,"external_id":"t-1"},{"id":2,"external_id":"t-1"}]}`, delivery.Found, "found_several", "1"},
 		{`{"tickets":[{"id":1,"external_id":"other"}]}`, delivery.Unavailable, "bad_answer", ""},
+		// A lookup proves its match: a ticket without our external id, or
+		// with null, is not ours.
+		{`{"tickets":[{"id":1}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":1,"external_id":null}]}`, delivery.Unavailable, "bad_answer", ""},
+		{`{"tickets":[{"id":1,"external_id":"t-1"},{"id":2}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":[{"id":"x"}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":[{"id":-4}]}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"count":0}`, delivery.Unavailable, "bad_answer", ""},
@@ -286,6 +324,32 @@ func TestLookupAnswers(t *testing.T) {
 		if r.Outcome == delivery.Found && r.Receipt.URL != srv.URL+"/agent/tickets/"+c.id {
 			t.Errorf("receipt URL %q", r.Receipt.URL)
 		}
+	}
+}
+
+// TestALookupThatIgnoresItsFilter: the local helpdesk holds another
+// ticket, created without an external id, and lists it whatever
+// ?external_id= asks. The lookup must not take it for ours.
+func TestALookupThatIgnoresItsFilter(t *testing.T) {
+	hd := desttest.Start(t, helpdesk.Options{Capabilities: delivery.Capabilities{Lookup: true}})
+	d := newDest(t, hd, zendesk.Options{})
+	other := desttest.NewTicket()
+	other.ID = ""
+	if r := d.Create(context.Background(), "other-key", other); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	if err := hd.Inject(helpdesk.Fault{Kind: helpdesk.IgnoreFilter, Op: helpdesk.Lookup, Count: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.Lookup(context.Background(), "ours"); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" || r.Receipt != (delivery.Receipt{}) {
+		t.Fatalf("a lookup listing a ticket without an external id = %+v, want unavailable bad_answer", r)
+	}
+	mine := desttest.NewTicket()
+	if r := d.Create(context.Background(), "my-key", mine); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	if r := d.Lookup(context.Background(), mine.ID); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" {
+		t.Fatalf("a lookup listing ours and another = %+v, want unavailable bad_answer", r)
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/protocol"
 )
 
 // Files in the events folder that are not events.
@@ -177,6 +180,12 @@ func (m *Manifest) Plan(names ...string) ([]Case, error) {
 
 // Player plays cases in order, carrying created ticket ids forward.
 type Player struct {
+	// HookKey, when set, replaces the nonce of every event whose nonce is
+	// NonceValid (made from the local demo key) with a fresh one of
+	// HookKey at nonce.MinCost, for a function configured with a key of
+	// its own, as a deployment must be.
+	HookKey string
+
 	m       *Manifest
 	tickets map[string]string
 }
@@ -193,21 +202,45 @@ func (p *Player) Event(c Case) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.TicketFrom == "" {
+	resign := p.HookKey != "" && c.Nonce == NonceValid
+	if c.TicketFrom == "" && !resign {
 		return raw, nil
-	}
-	id, ok := p.tickets[c.TicketFrom]
-	if !ok {
-		return nil, fmt.Errorf("%s needs the ticket created by %s, which has not run", c.Event, c.TicketFrom)
 	}
 	var ev events.APIGatewayV2HTTPRequest
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Event, err)
 	}
-	if !strings.Contains(ev.Body, `"ticket_id":"`+PlaceholderTicketID+`"`) {
-		return nil, fmt.Errorf("%s: the body has no ticket_id %s to replace", c.Event, PlaceholderTicketID)
+	if c.TicketFrom != "" {
+		id, ok := p.tickets[c.TicketFrom]
+		if !ok {
+			return nil, fmt.Errorf("%s needs the ticket created by %s, which has not run", c.Event, c.TicketFrom)
+		}
+		if !strings.Contains(ev.Body, `"ticket_id":"`+PlaceholderTicketID+`"`) {
+			return nil, fmt.Errorf("%s: the body has no ticket_id %s to replace", c.Event, PlaceholderTicketID)
+		}
+		ev.Body = strings.Replace(ev.Body, PlaceholderTicketID, id, 1)
 	}
-	ev.Body = strings.Replace(ev.Body, PlaceholderTicketID, id, 1)
+	if resign {
+		h, err := nonce.Generate(p.HookKey, nonce.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Event, err)
+		}
+		replaced := false
+		for k := range ev.Headers {
+			if strings.EqualFold(k, protocol.NonceHeader) {
+				ev.Headers[k], replaced = h, true
+			}
+		}
+		if !replaced {
+			// The MCP door carries it in params._meta._aiv_nonce.
+			if old, ok := Nonce(ev); ok && old != "" && strings.Count(ev.Body, old) == 1 {
+				ev.Body, replaced = strings.Replace(ev.Body, old, h, 1), true
+			}
+		}
+		if !replaced {
+			return nil, fmt.Errorf("%s: a %s event without %s or _meta._aiv_nonce", c.Event, NonceValid, protocol.NonceHeader)
+		}
+	}
 	return json.Marshal(ev)
 }
 

@@ -44,6 +44,10 @@ const (
 	// once and is not counted per request: a refused connection carries no
 	// request to count.
 	Refuse FaultKind = "refuse"
+	// IgnoreFilter, on a lookup, lists every ticket lookups may see,
+	// whatever ?external_id= asks for, as a helpdesk or proxy that drops
+	// the query would. It applies to lookups only.
+	IgnoreFilter FaultKind = "ignore_filter"
 )
 
 // Fault defaults and bounds.
@@ -162,10 +166,14 @@ func (f Fault) normalize() (Fault, error) {
 		if f.For == 0 {
 			f.For = DefaultRefuseFor
 		}
+	case IgnoreFilter:
+		if f.Op != Lookup {
+			return f, fmt.Errorf("%s applies to op %q only", IgnoreFilter, Lookup)
+		}
 	case LoseAnswer, ResetBefore:
 	default:
-		return f, fmt.Errorf("kind must be one of %s, %s, %s, %s, %s, %s, %s",
-			LoseAnswer, FailBefore, FailAfter, RateLimit, Slow, ResetBefore, Refuse)
+		return f, fmt.Errorf("kind must be one of %s, %s, %s, %s, %s, %s, %s, %s",
+			LoseAnswer, FailBefore, FailAfter, RateLimit, Slow, ResetBefore, Refuse, IgnoreFilter)
 	}
 	return f, nil
 }

@@ -34,7 +34,7 @@ func (s *Server) webhookFront() *front {
 		writeJSON(w, status, map[string]string{"error": code, "message": msg})
 	}
 	ref := func(t Ticket) map[string]string {
-		return map[string]string{"id": strconv.FormatInt(t.ID, 10), "url": t.URL}
+		return map[string]string{"id": strconv.FormatInt(t.ID, 10), "url": t.URL, "external_id": t.ExternalID}
 	}
 	return &front{
 		via: ViaWebhook,

@@ -159,7 +159,7 @@ func MCPCases(n Nonces) []MCPCase {
 		deny("headers", "nonce empty", call(`"_aiv_nonce":"",`+userA+","+rid), http.StatusUnauthorized, "missing_nonce", "is required"),
 		deny("headers", "nonce of a wrong key", mcpCall("create_ticket", SecretArgs, `"_aiv_nonce":"`+n.WrongKey+`",`+userA+`,"request_id":"`+SecretRequestID+`"`), http.StatusForbidden, "invalid_nonce", "does not match the hook key"),
 		deny("headers", "nonce truncated", call(`"_aiv_nonce":"`+n.Valid[:59]+`",`+userA+","+rid), http.StatusForbidden, "invalid_nonce", "not a BCrypt hash"),
-		deny("headers", "nonce of cost 31", call(`"_aiv_nonce":"$2b$31$`+strings.Repeat("A", 53)+`",`+userA+","+rid), http.StatusForbidden, "invalid_nonce", "cost outside 4..10"),
+		deny("headers", "nonce of cost 31", call(`"_aiv_nonce":"$2b$31$`+strings.Repeat("A", 53)+`",`+userA+","+rid), http.StatusForbidden, "invalid_nonce", "cost outside 4..9"),
 		deny("headers", "nonce is the hook key", call(`"_aiv_nonce":"local-demo-hook-key-0123456789",`+userA+","+rid), http.StatusForbidden, "invalid_nonce", "not a BCrypt hash"),
 		{Name: "forged nonce in _meta beside a valid header", Area: "headers", Body: call(`"_aiv_nonce":"` + n.WrongKey + `",` + userA + "," + rid),
 			Headers: []Header{{protocol.NonceHeader, n.Valid}}, Status: http.StatusForbidden, RPCCode: rpcUnauthorized, Code: "invalid_nonce", Fix: "does not match the hook key"},

@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // DemoHookKey is the hook key of local runs. It is public: never use it for
-// a deployment.
-const DemoHookKey = "local-demo-hook-key-0123456789"
+// a deployment (configuration refuses it outside a local run).
+const DemoHookKey = nonce.DemoKey
 
 var allFunctions = []string{ticket.CreateName, ticket.GetName}
 

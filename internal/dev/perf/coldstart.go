@@ -127,10 +127,13 @@ func ColdStart(ctx context.Context, n int) (ColdStartResult, error) {
 		"AWS_LAMBDA_FUNCTION_NAME=oncecall", "AWS_LAMBDA_FUNCTION_TIMEOUT=30", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1024",
 		"AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_EC2_METADATA_DISABLED=true",
-		// As on Lambda, without DYNAMODB_ENDPOINT: the default AWS
-		// configuration is loaded. The hook key comes from the environment
-		// (the Secrets Manager read is the only part left out locally).
-		"TABLE_NAME=oncecall", "HOOK_KEY=" + localdb.DemoHookKey,
+		// As on Lambda: the AWS configuration is built from the region and
+		// role credentials (DYNAMODB_ENDPOINT is not a loopback address,
+		// and nothing is sent to it during the start). The hook key comes
+		// from the environment, which only a local run may do: the store
+		// is named as `sam local invoke` names the host's (the Secrets
+		// Manager read is the only part left out locally).
+		"TABLE_NAME=oncecall", "HOOK_KEY=" + localdb.DemoHookKey, "DYNAMODB_ENDPOINT=http://host.docker.internal:8000",
 	}
 	if r.OncecallInit, err = traceInit(ctx, oncecall, env); err != nil {
 		return r, err

@@ -186,10 +186,20 @@ func DynamoGrants(t testing.TB, c AWSCall, tables map[string]string) []Grant {
 		return r
 	}
 	var out []Grant
+	type keyed struct {
+		TableName string
+		Key, Item map[string]struct{ S string }
+	}
+	pk := func(k keyed) string {
+		if v, ok := k.Key["pk"]; ok {
+			return v.S
+		}
+		return k.Item["pk"].S
+	}
 	switch op {
 	case "TransactWriteItems", "TransactGetItems":
 		var in struct {
-			TransactItems []map[string]struct{ TableName string }
+			TransactItems []map[string]keyed
 		}
 		if err := json.Unmarshal(c.Body, &in); err != nil {
 			t.Fatal(err)
@@ -200,11 +210,14 @@ func DynamoGrants(t testing.TB, c AWSCall, tables map[string]string) []Grant {
 					"ConditionCheck": "dynamodb:ConditionCheckItem", "Put": "dynamodb:PutItem",
 					"Update": "dynamodb:UpdateItem", "Delete": "dynamodb:DeleteItem", "Get": "dynamodb:GetItem",
 				}[kind]
-				out = append(out, Grant{action, ref(a.TableName)})
+				out = append(out, Grant{Action: action, Resource: ref(a.TableName), Key: pk(a)})
 			}
 		}
 	default:
-		var in struct{ TableName, IndexName string }
+		var in struct {
+			TableName, IndexName string
+			Key, Item            map[string]struct{ S string }
+		}
 		if err := json.Unmarshal(c.Body, &in); err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +225,7 @@ func DynamoGrants(t testing.TB, c AWSCall, tables map[string]string) []Grant {
 		if in.IndexName != "" {
 			res += "/index/" + in.IndexName
 		}
-		out = append(out, Grant{"dynamodb:" + op, res})
+		out = append(out, Grant{Action: "dynamodb:" + op, Resource: res, Key: pk(keyed{Key: in.Key, Item: in.Item})})
 	}
 	return out
 }

@@ -35,7 +35,7 @@ func StoreGrants(table string, calls ...StoreCall) map[Grant]bool {
 			res = table + "/index/" + c.Index
 		}
 		for _, a := range StoreActions[c.Method] {
-			out[Grant{a, res}] = true
+			out[Grant{Action: a, Resource: res}] = true
 		}
 	}
 	return out

@@ -29,3 +29,28 @@ func TestStoreGrants(t *testing.T) {
 		t.Errorf("grants %v, want %v", got, want)
 	}
 }
+
+// TestPermits: a request is allowed by a grant of the same action and
+// resource whose LeadingKeys patterns, if any, match its partition key.
+func TestPermits(t *testing.T) {
+	role := map[samtest.Grant]bool{
+		{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Keys: "op#*,ticket#*"}: true,
+		{Action: "dynamodb:Query", Resource: "getatt:Table.Arn/index/attention"}:          true,
+	}
+	for _, c := range []struct {
+		req samtest.Grant
+		ok  bool
+	}{
+		{samtest.Grant{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Key: "op#1f2e"}, true},
+		{samtest.Grant{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Key: "ticket#c370"}, true},
+		{samtest.Grant{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Key: "user#user-a"}, false},
+		{samtest.Grant{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Key: "xop#1"}, false},
+		{samtest.Grant{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn"}, false},
+		{samtest.Grant{Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Key: "op#1"}, false},
+		{samtest.Grant{Action: "dynamodb:Query", Resource: "getatt:Table.Arn/index/attention"}, true},
+	} {
+		if _, ok := samtest.Permits(role, c.req); ok != c.ok {
+			t.Errorf("Permits(%s) = %v, want %v", c.req, ok, c.ok)
+		}
+	}
+}
