@@ -288,7 +288,7 @@ func TestDeliveryList(t *testing.T) {
 	set(base)
 	failed := d.create("user-a", "req-list-failed", "Failed")
 	d.attempt(failed, fault(helpdesk.FailBefore, 429, ""))
-	retry := d.record(failed)                                     // 429: a retry is scheduled, so it is listed as queued
+	retry := d.record(failed) // 429: a retry is scheduled, so it is listed as queued
 	// Listed as queued too, since it entered the state: the sweep takes it
 	// up should the stream not bring it.
 	first := d.create("user-a", "req-list-first", "First attempt pending")

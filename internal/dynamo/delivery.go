@@ -174,8 +174,8 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 // item DynamoDB returns beside the failure.
 func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, delivery.Record, error) {
 	in := &dynamodb.UpdateItemInput{
-		TableName:           &s.table,
-		Key:                 ticketKey(id),
+		TableName: &s.table,
+		Key:       ticketKey(id),
 		// Due; or never attempted (a new ticket's next_at is when the
 		// sweep may take it up should the stream not, StreamGrace later,
 		// not a bar to the stream's first attempt); or left by an attempt
