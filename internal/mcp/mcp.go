@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/protocol"
@@ -90,11 +91,14 @@ type Options struct {
 // Server serves the MCP door for a callback.Handler. It keeps no session;
 // it is safe for concurrent use.
 type Server struct {
-	h         *callback.Handler
-	token     [sha256.Size]byte
-	hasToken  bool
-	version   string
-	toolsList json.RawMessage
+	h        *callback.Handler
+	token    [sha256.Size]byte
+	hasToken bool
+	version  string
+	// toolsList is the tools/list result, made on first use: building it
+	// (every tool's schemas as JSON) would otherwise cost each cold start
+	// of the callback, most of which never lists.
+	toolsList func() json.RawMessage
 }
 
 // New returns a Server for h.
@@ -106,7 +110,7 @@ func New(h *callback.Handler, o Options) *Server {
 	if o.Token != "" {
 		s.token, s.hasToken = sha256.Sum256([]byte("Bearer "+o.Token)), true
 	}
-	s.toolsList = listTools(h, o.OpenWorld)
+	s.toolsList = sync.OnceValue(func() json.RawMessage { return listTools(h, o.OpenWorld) })
 	return s
 }
 
@@ -195,7 +199,7 @@ func (s *Server) handle(ctx context.Context, r Request) (Response, note) {
 	case "server/discover":
 		return s.discover(msg), note{method: msg.method, outcome: callback.OutcomeHandshake}
 	case "tools/list":
-		return result(msg.id, s.toolsList), note{method: msg.method, outcome: callback.OutcomeListed}
+		return result(msg.id, s.toolsList()), note{method: msg.method, outcome: callback.OutcomeListed}
 	case "tools/call":
 		c, problem := toCall(msg)
 		if problem != "" {
