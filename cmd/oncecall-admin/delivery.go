@@ -401,6 +401,10 @@ func deliverySettle(fs *flag.FlagSet) action {
 				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Who: who, At: s.tool.now(),
 				Keep: settleKeep(settleAs[*as], *keep),
 			}
+			if s.target.endpoint == "" {
+				// On AWS the worker's clock is another machine's.
+				st.ClockSkew = dynamo.SettleClockSkew
+			}
 			rec, err := s.admin.Settle(ctx, st)
 			var sc *dynamo.SettleConflict
 			switch {
@@ -467,9 +471,12 @@ func settleRefusal(st dynamo.Settlement, c *dynamo.SettleConflict) string {
 		return fmt.Sprintf("ticket %s is %s now, not %s as -expect says (%s). %s", st.TicketID, cur.Reported(c.At), st.Expect, movedBy(cur), again)
 	case st.Version != 0 && cur.Version != st.Version:
 		return fmt.Sprintf("ticket %s is at version %d, not %d as -version says: it changed since you read it (%s). %s", st.TicketID, cur.Version, st.Version, movedBy(cur), again)
-	case cur.Leased(c.At):
+	case cur.LeaseOwner != "":
 		until := msTime(cur.LeaseUntil)
-		return fmt.Sprintf("an attempt is in progress until %s, try again after that (ticket %s: the delivery worker's attempt %d holds it). Nothing written", until, st.TicketID, cur.Attempts)
+		return fmt.Sprintf("an attempt is in progress until %s, try again after that (ticket %s: the delivery worker's attempt %d holds it, and only it or the sweep ends its lease). Nothing written", until, st.TicketID, cur.Attempts)
+	case st.As == dynamo.SettleNotCreated && c.At.Add(-st.ClockSkew).Before(cur.SafeAfter):
+		safe := msTime(cur.SafeAfter.Add(st.ClockSkew))
+		return fmt.Sprintf("not-created is refused until %s: the last request that may have created ticket %s may still be running at the helpdesk, or its search may not show the ticket yet; look again then, and settle what you find. Nothing written", safe, st.TicketID)
 	}
 	return fmt.Sprintf("ticket %s changed while this command ran (now %s at version %d; %s). %s", st.TicketID, cur.Reported(c.At), cur.Version, movedBy(cur), again)
 }

@@ -441,7 +441,13 @@ func TestEachSettlementAndWhatTheModelIsToldAfter(t *testing.T) {
 
 	t.Run("not-created", func(t *testing.T) {
 		id := d.create("user-a", "req-s-notcreated", "Never arrived")
-		d.attempt(id, fault(helpdesk.FailBefore, 503, "")) // answered 503 before creating anything
+		// Answered 503 before creating anything, long enough ago that no
+		// request can still be running at the helpdesk (Policy.ResendWait):
+		// not-created is refused before that (TestNotCreatedTooEarly).
+		ago := deskPolicy.ResendWait(delivery.Capabilities{}) + time.Second
+		d.w.Now = func() time.Time { return time.Now().Add(-ago) }
+		d.attempt(id, fault(helpdesk.FailBefore, 503, ""))
+		d.w.Now = nil
 		r := d.record(id)
 		o, log := d.settle("-ticket", id, "-as", "not-created", "-expect", "uncertain", "-version", strconv.FormatInt(r.Version, 10))
 		if o.To != "queued" || o.Delivery.Attempts != 0 || o.Delivery.MaybeSent || o.Delivery.IdempotencyKey != r.Key || o.Delivery.NextAttemptAt == "" {
@@ -676,10 +682,12 @@ func TestSettleAndWorkerInterleavings(t *testing.T) {
 		}
 	})
 
-	t.Run("the worker's Finish after a settlement that followed its expired lease", func(t *testing.T) {
+	t.Run("a lease the operator's clock calls ended is still its owner's", func(t *testing.T) {
 		id := d.create("user-a", "req-i-3", "Late worker")
-		// The worker's clock is an hour behind: its lease has ended by the
-		// time the settlement is made, while its request is in flight.
+		// The worker's clock is an hour behind: by the operator's clock its
+		// lease has ended while its request is in flight. The lease is
+		// judged by its owner: the settlement is refused, and the worker's
+		// result stands.
 		var res result
 		w := *d.w
 		w.Now = func() time.Time { return time.Now().Add(-time.Hour) }
@@ -687,22 +695,49 @@ func TestSettleAndWorkerInterleavings(t *testing.T) {
 			res = d.run("delivery", "settle", "-ticket", id, "-as", "delivered", "-expect", "queued", "-helpdesk-id", "by-hand")
 		}}
 		rep, err := w.Deliver(context.Background(), id)
-		if err != nil || rep.Outcome != delivery.OutcomeLost {
-			t.Fatalf("the late worker: %+v, %v; want %s (its Finish fails with ErrLeaseLost)", rep, err, delivery.OutcomeLost)
+		if err != nil || rep.Outcome != delivery.OutcomeDelivered {
+			t.Fatalf("the late worker: %+v, %v; want delivered", rep, err)
 		}
-		if res.code != exitOK {
-			t.Fatalf("the settlement after the lease expired: exit %d %s", res.code, res.stderr)
+		if res.code != exitConflict {
+			t.Fatalf("the settlement while the lease is recorded: exit %d %s, want %d", res.code, res.stderr, exitConflict)
 		}
 		r := d.record(id)
-		if r.State != delivery.Delivered || r.Receipt.ID != "by-hand" || len(r.Audit) != 1 || r.LeaseOwner != "" {
-			t.Errorf("the record kept %+v; want the settlement", r)
+		if r.State != delivery.Delivered || r.Receipt.ID == "by-hand" || len(r.Audit) != 0 || r.LeaseOwner != "" || d.atHelpdesk(id) != 1 {
+			t.Errorf("the record kept %+v; want the worker's result", r)
 		}
-		// Finish with that owner is refused, whatever it carries.
+		// A Finish whose lease is gone is refused, whatever it carries.
 		err = d.store.Finish(context.Background(), id, "any-old-owner", delivery.Record{State: delivery.Queued})
 		if !errors.Is(err, delivery.ErrLeaseLost) {
-			t.Errorf("Finish after a settlement: %v, want ErrLeaseLost", err)
+			t.Errorf("Finish without the lease: %v, want ErrLeaseLost", err)
 		}
 	})
+}
+
+// TestNotCreatedTooEarly: a not-created decision sends the ticket again
+// under the same key, so it is refused while the last request that may
+// have created the ticket could still be running at the helpdesk, or its
+// search might not show the ticket yet (Policy.ResendWait); the refusal
+// says until when, and writes nothing. Then it is made.
+func TestNotCreatedTooEarly(t *testing.T) {
+	d := newDesk(t)
+	id := d.create("user-a", "req-early", "Too early")
+	d.attempt(id, fault(helpdesk.FailAfter, 500, "")) // created, then 500: it may exist
+	r := d.record(id)
+	if r.State != delivery.Uncertain || r.SafeAfter.IsZero() {
+		t.Fatalf("record %+v", r)
+	}
+	before := d.items()
+	res := d.run("delivery", "settle", "-ticket", id, "-as", "not-created", "-expect", "uncertain", "-version", strconv.FormatInt(r.Version, 10))
+	if res.code != exitConflict || !strings.Contains(res.stderr, "not-created is refused until "+msTime(r.SafeAfter)) {
+		t.Fatalf("not-created at once: exit %d %q", res.code, res.stderr)
+	}
+	if diff := sameItems(before, d.items()); diff != "" {
+		t.Fatalf("a refused settlement changed the table: %s", diff)
+	}
+	d.clock = func() time.Time { return r.SafeAfter.Add(time.Millisecond) }
+	if res := d.run("delivery", "settle", "-ticket", id, "-as", "not-created", "-expect", "uncertain", "-version", strconv.FormatInt(r.Version, 10)); res.code != exitOK {
+		t.Fatalf("not-created once safe: exit %d %s", res.code, res.stderr)
+	}
 }
 
 // TestRecoverStrandedDeliveries: a ticket whose first attempt never came

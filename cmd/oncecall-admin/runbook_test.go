@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -262,8 +263,14 @@ func TestREADMERunbookExample(t *testing.T) {
 			t.Fatalf("%q comes before make run", st.text)
 		case words[0] == "sleep":
 			// The reader waits for the worker: so does the test, until the
-			// ticket's delivery has left the queue.
-			waitSettled(t, srv, vars["TICKET_ID"])
+			// ticket's delivery has left the queue, and for as long as the
+			// README says when a decision must wait (SafeAfter).
+			r := waitSettled(t, srv, vars["TICKET_ID"])
+			if secs, err := strconv.Atoi(words[len(words)-1]); err == nil && r != nil {
+				if wait := time.Until(r.SafeAfter); wait > 0 && wait <= time.Duration(secs)*time.Second {
+					time.Sleep(wait + 10*time.Millisecond)
+				}
+			}
 		case words[0] == "curl":
 			last = translate(curl(t, client, words[1:], func(u string) string { return translate(u, false) }), true)
 			var a struct {
@@ -352,8 +359,8 @@ func curl(t *testing.T, c *http.Client, args []string, rewrite func(string) stri
 }
 
 // waitSettled waits until ticket id's delivery is no longer queued (nor
-// held by an attempt).
-func waitSettled(t *testing.T, s *server, id string) {
+// held by an attempt) and returns it.
+func waitSettled(t *testing.T, s *server, id string) *delivery.Record {
 	t.Helper()
 	if id == "" {
 		t.Fatal("sleep before any ticket was created")
@@ -366,7 +373,7 @@ func waitSettled(t *testing.T, s *server, id string) {
 			t.Fatal(err)
 		}
 		if r != nil && r.Reported(time.Now()) != delivery.Queued && r.Reported(time.Now()) != delivery.InProgress {
-			return
+			return r
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("ticket %s still queued after 30s: %+v", id, r)

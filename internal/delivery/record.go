@@ -69,6 +69,12 @@ type Record struct {
 	LastSent time.Time
 	// NextAt is the earliest time of the next attempt.
 	NextAt time.Time
+	// SafeAfter is when a person may say the helpdesk has no such ticket
+	// (a not-created settlement, which sends it again under the same key):
+	// ResendWait after the last request that may have created it, once no
+	// request can still be running there and its search shows what it
+	// made. Zero before any request.
+	SafeAfter time.Time
 	// Since is when the delivery entered its current state (for Queued:
 	// when the ticket was queued). Listings are ordered by it.
 	Since time.Time

@@ -40,7 +40,19 @@ const (
 	// or a mapping re-created after the stream's 24 hours never strands a
 	// ticket. (A lease keeps the two from attempting at once.)
 	StreamGrace = 2 * time.Minute
+	// ResendTimeouts is how many request timeouts pass, after a request
+	// whose answer never came, before the same key is sent again or a
+	// person may settle the ticket as not created: the first request may
+	// still be running at the destination.
+	ResendTimeouts = 3
 )
+
+// ResendWait is how long after a request that may have created the ticket
+// the same key is not sent again by a person's decision: ResendTimeouts
+// request timeouts, or the destination's settle delay when longer.
+func (p Policy) ResendWait(caps Capabilities) time.Duration {
+	return max(ResendTimeouts*p.Timeout, caps.SettleDelay)
+}
 
 // DefaultPolicy is the Policy used when nothing is configured.
 var DefaultPolicy = Policy{

@@ -197,6 +197,9 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 	actx, cancel := context.WithTimeout(ctx, left)
 	next, rep := w.attempt(actx, t, rec)
 	cancel()
+	if !next.LastSent.IsZero() {
+		next.SafeAfter = laterOf(next.SafeAfter, next.LastSent.Add(w.Policy.ResendWait(w.Destination.Capabilities())))
+	}
 	rep.Attempt = next.Attempts
 	next.LeaseOwner, next.LeaseUntil = "", time.Time{}
 	err = w.Store.Finish(ctx, id, owner, next)
@@ -334,7 +337,9 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 	case Ambiguous:
 		rec.MaybeSent = true
 		rec.LastSent = now
-		next := now.Add(max(w.jitter(rec.Attempts), res.RetryAfter))
+		// The request may still be running at the destination: the same
+		// key goes again only ResendTimeouts timeouts later.
+		next := now.Add(max(w.jitter(rec.Attempts), res.RetryAfter, ResendTimeouts*w.Policy.Timeout))
 		switch {
 		case w.more(rec, next, queued) && insideWindow(&rec, caps, w.Policy, next):
 			return w.schedule(rec, next, res)

@@ -45,6 +45,7 @@ const (
 	attrPrevLeaseOwner = "prev_lease_owner"
 	attrPrevLeaseUntil = "prev_lease_until"
 	attrFinishedBy     = "finished_by"
+	attrSafeAfter      = "safe_after"
 )
 
 // indexTimeLayout writes times as strings of one width, so that their order
@@ -139,6 +140,7 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 		FirstSent:   d.ms(attrFirstSent),
 		LastSent:    d.ms(attrLastSent),
 		NextAt:      d.ms(attrNextAt),
+		SafeAfter:   d.ms(attrSafeAfter),
 		Since:       d.ms(attrSince),
 		LastCode:    d.str(attrLastCode, false),
 		LastStatus:  int(d.num(attrLastStatus)),
@@ -289,7 +291,8 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 		":lc": strAV(r.LastCode), ":lst": numAV(int64(r.LastStatus)), ":one": numAV(1),
 	}
 	names["#fb"] = attrFinishedBy
-	set := "SET #d = :state, #lo = :none, #lu = :zero, #fb = :owner, #ms = :ms, #ls = :ls, #na = :na, #since = :since, #lc = :lc, #lst = :lst, #dv = #dv + :one"
+	names["#sa"], values[":sa"] = attrSafeAfter, msAV(r.SafeAfter)
+	set := "SET #d = :state, #lo = :none, #lu = :zero, #fb = :owner, #ms = :ms, #ls = :ls, #na = :na, #sa = :sa, #since = :since, #lc = :lc, #lst = :lst, #dv = #dv + :one"
 	if r.Reason != "" {
 		names["#reason"], values[":reason"] = attrReason, strAV(r.Reason)
 		set += ", #reason = :reason"

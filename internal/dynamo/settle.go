@@ -65,6 +65,10 @@ const (
 	MaxHelpdeskID = 256
 	// MaxHelpdeskURL bounds a helpdesk URL an operator records, in bytes.
 	MaxHelpdeskURL = 2048
+	// SettleClockSkew is how far an operator's clock may run ahead of the
+	// worker's on AWS: a not-created decision made from another machine
+	// waits that much past SafeAfter (Settlement.ClockSkew).
+	SettleClockSkew = time.Minute
 )
 
 // Settlement is one operator decision on the delivery of one ticket.
@@ -94,6 +98,10 @@ type Settlement struct {
 	// horizon), so that the decision stays the answer to the same call for
 	// that long. Zero leaves the operation's expiry as it is.
 	Keep time.Duration
+	// ClockSkew is how far At may run ahead of the worker's clock: a
+	// not-created decision waits that much past the delivery's SafeAfter.
+	// Zero on the worker's own machine (a local run).
+	ClockSkew time.Duration
 }
 
 // ErrNoTicket is returned by Settle for a ticket that does not exist.
@@ -253,7 +261,10 @@ func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemI
 		":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
 		":entry": &types.AttributeValueMemberL{Value: []types.AttributeValue{auditEntry(s, at)}},
 	}
-	cond := "#d = :expect AND (attribute_not_exists(#lu) OR #lu < :now)"
+	// No lease recorded: an attempt that holds one is judged live by its
+	// owner (the worker, whose Finish clears it, or the sweep, which takes
+	// over an ended one), never by the operator's clock.
+	cond := "#d = :expect AND (attribute_not_exists(#lo) OR #lo = :none)"
 	if s.Version != 0 {
 		cond += " AND #dv = :version"
 		values[":version"] = numAV(s.Version)
@@ -278,6 +289,12 @@ func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemI
 		set = append(set, "#na = :zero", "#did = :did", "#durl = :durl", "#dat = :now")
 		remove = append(remove, "#attn", "#attnat")
 	case SettleNotCreated:
+		// Not before the last request that may have created the ticket
+		// can no longer be running at the helpdesk, nor its ticket missing
+		// from the helpdesk's search (SafeAfter), by the operator's clock
+		// less s.ClockSkew.
+		names["#sa"], values[":safe"] = attrSafeAfter, msAV(at.Add(-s.ClockSkew))
+		cond += " AND (attribute_not_exists(#sa) OR #sa <= :safe)"
 		names["#ms"], names["#att"] = attrMaybeSent, attrAttempts
 		values[":false"], values[":queued"], values[":attnat"] = boolAV(false), strAV(string(delivery.Queued)), strAV(indexTime(at))
 		set = append(set, "#ms = :false", "#att = :zero", "#na = :now", "#attn = :queued", "#attnat = :attnat")
