@@ -44,6 +44,7 @@ func main() {
 	flag.IntVar(&o.PeerSamples, "peer-samples", 300, "single-client calls per kind in the peer run")
 	flag.StringVar(&o.PeerDir, "peer-dir", "bench/peers", "directory of the Powertools peer (npm ci done)")
 	flag.IntVar(&o.DeliverySamples, "delivery-samples", 200, "tickets created and delivered one after another in the delivery run")
+	flag.IntVar(&o.DoorSamples, "door-samples", 200, "created calls through each door (/callback, /mcp) in the doors run")
 	flag.IntVar(&o.CapacitySamples, "capacity-samples", 20, "calls of each kind in the capacity run (the admin commands run once)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

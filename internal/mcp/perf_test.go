@@ -72,33 +72,3 @@ func BenchmarkCreated(b *testing.B) {
 		})
 	}
 }
-
-// TestCreatedP50Ratio reports, and bounds loosely, the MCP door's p50 over
-// the callback's for created calls interleaved in one run. The bound is
-// loose (the machine is shared); the measured ratio is logged.
-func TestCreatedP50Ratio(t *testing.T) {
-	r := newRig(t, mcp.Options{})
-	r.h.Logger = nil
-	doors := createdDoors(r)
-	const rounds = 120
-	lat := map[string][]time.Duration{}
-	for i := range rounds {
-		for _, d := range []string{"callback", "mcp"} {
-			start := time.Now()
-			if st := doors[d](i); st != http.StatusOK {
-				t.Fatalf("%s: status %d", d, st)
-			}
-			lat[d] = append(lat[d], time.Since(start))
-		}
-	}
-	p50 := func(xs []time.Duration) time.Duration {
-		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
-		return xs[len(xs)/2]
-	}
-	cb, m := p50(lat["callback"]), p50(lat["mcp"])
-	ratio := float64(m) / float64(cb)
-	t.Logf("created p50: callback %v, mcp %v, ratio %.3f", cb, m, ratio)
-	if ratio > 1.5 {
-		t.Errorf("the MCP door's created p50 is %.2f× the callback's", ratio)
-	}
-}

@@ -31,6 +31,8 @@ type Options struct {
 	PeerDir     string
 
 	DeliverySamples int
+	// DoorSamples is how many created calls the doors run sends through each door.
+	DoorSamples int
 
 	CapacitySamples int
 }
@@ -66,6 +68,7 @@ func Run(ctx context.Context, o Options) error {
 		{"peer", peerPart},
 		{"delivery", deliveryPart},
 		{"capacity", capacityPart},
+		{"doors", doorsPart},
 	}
 	var doc strings.Builder
 	started := time.Now().UTC()
