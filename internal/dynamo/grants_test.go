@@ -24,7 +24,7 @@ import (
 // key, and none checks the user's record.
 func TestOneUsersCallsCheckSpreadItems(t *testing.T) {
 	f := newFixture(t, nil)
-	const n = 1600
+	n := dynamo.GrantShards * 100
 	perItem := map[string]int{}
 	for i := range n {
 		rec := idempotency.Record{Key: fmt.Sprintf("%064x", i*7919), UserID: "user-a", Tenant: "tenant-a", Function: ticket.CreateName,

@@ -114,6 +114,7 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
 	onRecord := false
+	shard, hops := shardOf(rec.Key), 0
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
@@ -130,6 +131,16 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 				// to the key. Try again, or give up below.
 				if !retryableReasons(reasons[:1]) {
 					return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
+				}
+				if aws.ToString(reasons[0].Code) == "TransactionConflict" && none(reasons, 1) && none(reasons, 2) && !onRecord && hops < maxHops {
+					// Another call of this user holds that copy of its
+					// grant: check the next copy, at once, rather than
+					// wait for this one. (A request of other content
+					// takes a token of its own.)
+					shard, hops = (shard+1)%GrantShards, hops+1
+					in.TransactItems[0].ConditionCheck.Key = grantKey(rec.UserID, shard)
+					in.ClientRequestToken = aws.String(shardToken(t.ID, hops))
+					continue
 				}
 			case failed(reasons, 0) && len(reasons[0].Item) == 0 && !onRecord:
 				// No copy of the user's grant (a table written before the

@@ -55,15 +55,21 @@ type Proxy struct {
 
 // NewProxy starts a proxy to target for the duration of the test.
 func NewProxy(t testing.TB, target string) *Proxy {
-	tr := &http.Transport{}
-	p := &Proxy{target: strings.TrimRight(target, "/"), client: &http.Client{Transport: tr}, faults: map[string][]Fault{}, seen: map[string]int{}}
+	p, stop := StartProxy(target)
+	t.Cleanup(stop)
+	return p
+}
+
+// StartProxy starts a proxy to target until stop, for the benchmarks.
+func StartProxy(target string) (p *Proxy, stop func()) {
+	tr := &http.Transport{MaxIdleConnsPerHost: 512}
+	p = &Proxy{target: strings.TrimRight(target, "/"), client: &http.Client{Transport: tr}, faults: map[string][]Fault{}, seen: map[string]int{}}
 	srv := httptest.NewServer(p)
-	t.Cleanup(func() {
+	p.URL = srv.URL
+	return p, func() {
 		srv.Close()
 		tr.CloseIdleConnections()
-	})
-	p.URL = srv.URL
-	return p
+	}
 }
 
 // Inject queues faults for the next requests of operation op, one per

@@ -33,6 +33,10 @@ type Options struct {
 	DeliverySamples int
 	// DoorSamples is how many created calls the doors run sends through each door.
 	DoorSamples int
+	// ContentionDuration is each load run's length in the contention
+	// part; Bursts how many times it sends the seed's burst.
+	ContentionDuration time.Duration
+	Bursts             int
 
 	CapacitySamples int
 }
@@ -69,6 +73,7 @@ func Run(ctx context.Context, o Options) error {
 		{"delivery", deliveryPart},
 		{"capacity", capacityPart},
 		{"doors", doorsPart},
+		{"contention", contentionPart},
 	}
 	var doc strings.Builder
 	started := time.Now().UTC()
