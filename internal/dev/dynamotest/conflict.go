@@ -62,9 +62,18 @@ func ref(table string, key map[string]json.RawMessage) itemRef {
 	return itemRef(table + "\x00" + string(b))
 }
 
+// writes reports whether operation op writes.
+func writes(op string) bool {
+	switch op {
+	case "TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem":
+		return true
+	}
+	return false
+}
+
 // items returns the item each action of a request names, in request order
-// ("" for an action it cannot read), and whether the request writes.
-func items(op string, body []byte) (refs []itemRef, write bool) {
+// ("" for an action it cannot read).
+func items(op string, body []byte) (refs []itemRef) {
 	type action struct {
 		TableName string
 		Key, Item map[string]json.RawMessage
@@ -98,27 +107,27 @@ func items(op string, body []byte) (refs []itemRef, write bool) {
 			}
 			refs = append(refs, r)
 		}
-		return refs, true
+		return refs
 	case "TransactGetItems":
 		var req struct{ TransactItems []struct{ Get *action } }
 		_ = json.Unmarshal(body, &req)
 		for _, it := range req.TransactItems {
 			refs = append(refs, keyOf(it.Get))
 		}
-		return refs, false
+		return refs
 	case "PutItem", "UpdateItem", "DeleteItem":
 		var a action
 		_ = json.Unmarshal(body, &a)
-		return []itemRef{keyOf(&a)}, true
+		return []itemRef{keyOf(&a)}
 	}
-	return nil, false
+	return nil
 }
 
 // admit decides a request under the rule: nil when it may go on, with
 // release to call once it has been answered; otherwise the fault to answer
 // it with.
 func (c *Conflicts) admit(op string, body []byte) (fault *Fault, release func()) {
-	refs, _ := items(op, body)
+	refs := items(op, body)
 	if len(refs) == 0 {
 		return nil, func() {}
 	}
@@ -170,7 +179,7 @@ func (c *Conflicts) admit(op string, body []byte) (fault *Fault, release func())
 // lose reports whether the answer to an applied request of op is to be
 // lost.
 func (c *Conflicts) lose(op string, status int) bool {
-	if _, write := items(op, nil); !write || c.LoseRate <= 0 || status != http.StatusOK {
+	if !writes(op) || c.LoseRate <= 0 || status != http.StatusOK {
 		return false
 	}
 	c.mu.Lock()

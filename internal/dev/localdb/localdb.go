@@ -175,7 +175,11 @@ func (s *Server) Close() error {
 	return err
 }
 
-// lockedBuffer collects the child's output for error messages.
+// maxOutput bounds how much of the child's output is kept.
+const maxOutput = 64 << 10
+
+// lockedBuffer collects the child's output for error messages, up to
+// maxOutput.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -184,7 +188,7 @@ type lockedBuffer struct {
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.b.Len() > 64<<10 {
+	if l.b.Len() > maxOutput {
 		return len(p), nil
 	}
 	return l.b.Write(p)
