@@ -41,21 +41,8 @@ func Binary() (string, error) {
 		}
 		return p, nil
 	}
-	if dir, err := os.Getwd(); err == nil {
-		for {
-			p := filepath.Join(dir, toolPath)
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
+	if p, ok := RepoFile(toolPath); ok {
+		return p, nil
 	}
 	if p, err := exec.LookPath("dynoxide"); err == nil {
 		out, err := exec.Command(p, "--version").Output()
@@ -64,4 +51,27 @@ func Binary() (string, error) {
 		}
 	}
 	return "", ErrNoBinary
+}
+
+// RepoFile returns the file at rel in the working directory or the nearest
+// folder above it, up to the repository's root (the folder with go.mod).
+func RepoFile(rel string) (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return "", false
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
 }

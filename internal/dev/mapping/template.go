@@ -5,13 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+)
+
+// Lambda's bounds and defaults for a DynamoDB event source mapping.
+const (
+	// DefaultBatchSize is the BatchSize of a mapping that sets none.
+	DefaultBatchSize = 100
+	// MaxBatchSize is the largest BatchSize Lambda takes for DynamoDB.
+	MaxBatchSize = 10000
+	// MaxParallelization is the largest ParallelizationFactor.
+	MaxParallelization = 10
 )
 
 // Settings are the stream, mapping and schedule settings of one function,
@@ -142,19 +153,19 @@ func (s *Settings) readStreamEvent(raw json.RawMessage) (string, error) {
 		return "", errors.New("Stream is not !GetAtt <table>.StreamArn")
 	}
 	// Lambda's defaults where the template is silent.
-	s.BatchSize, s.MaxRetries = 100, -1
+	s.BatchSize, s.MaxRetries = DefaultBatchSize, -1
 	if p.BatchSize != nil {
 		s.BatchSize = *p.BatchSize
 	}
-	if s.BatchSize < 1 || s.BatchSize > 10000 {
-		return "", fmt.Errorf("BatchSize %d is outside 1..10000", s.BatchSize)
+	if s.BatchSize < 1 || s.BatchSize > MaxBatchSize {
+		return "", fmt.Errorf("BatchSize %d is outside 1..%d", s.BatchSize, MaxBatchSize)
 	}
 	s.Parallelization = 1
 	if p.ParallelizationFactor != nil {
 		s.Parallelization = *p.ParallelizationFactor
 	}
-	if s.Parallelization < 1 || s.Parallelization > 10 {
-		return "", fmt.Errorf("ParallelizationFactor %d is outside 1..10", s.Parallelization)
+	if s.Parallelization < 1 || s.Parallelization > MaxParallelization {
+		return "", fmt.Errorf("ParallelizationFactor %d is outside 1..%d", s.Parallelization, MaxParallelization)
 	}
 	s.StartingPosition = p.StartingPosition
 	if s.StartingPosition != "TRIM_HORIZON" && s.StartingPosition != "LATEST" {
@@ -211,23 +222,8 @@ func Rate(expr string) (time.Duration, error) {
 // working directory: the first one found from there up to the folder with
 // go.mod.
 func FindTemplate() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, "template.yaml")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
+	if p, ok := localdb.RepoFile("template.yaml"); ok {
+		return p, nil
 	}
 	return "", errors.New("mapping: no template.yaml in or above the working directory: run from the repository or pass -template")
 }
