@@ -133,10 +133,10 @@ func (s *Settlement) check() error {
 	switch {
 	case s.As.To() == "":
 		return fmt.Errorf("dynamo: no decision %q", s.As)
-	case !slices.Contains(Settleable, s.Expect):
-		return fmt.Errorf("dynamo: a delivery in state %q is not settled", s.Expect)
 	case s.As == SettleAbandoned && s.Expect == delivery.Abandoned:
 		return errors.New("dynamo: the delivery is abandoned already")
+	case !slices.Contains(Settleable, s.Expect) || !delivery.Allowed(s.Expect, s.As.To(), delivery.ByOperator):
+		return fmt.Errorf("dynamo: a delivery in state %q is not settled", s.Expect)
 	case s.As == SettleDelivered && (s.Receipt.ID == "" || len(s.Receipt.ID) > MaxHelpdeskID || len(s.Receipt.URL) > MaxHelpdeskURL):
 		return fmt.Errorf("dynamo: delivered needs a helpdesk id of 1 to %d bytes and a URL of at most %d", MaxHelpdeskID, MaxHelpdeskURL)
 	case s.As != SettleDelivered && (s.Receipt != delivery.Receipt{}):

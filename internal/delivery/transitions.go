@@ -1,0 +1,74 @@
+package delivery
+
+import "fmt"
+
+// Actor is who moves a delivery from one state to another.
+type Actor string
+
+// Actors.
+const (
+	// ByCallback: the callback's transaction writes a new ticket queued.
+	ByCallback Actor = "callback"
+	// ByWorker: an attempt, started by the stream or by the sweep, records
+	// its result.
+	ByWorker Actor = "worker"
+	// ByOperator: a person's decision with oncecall-admin (delivery settle,
+	// delivery recover).
+	ByOperator Actor = "operator"
+)
+
+// Transition is one move of a delivery's state. From is "" for the
+// creation of the ticket.
+type Transition struct {
+	From, To State
+	By       Actor
+	// On says when it happens.
+	On string
+}
+
+// Transitions lists every move a delivery can make, and who makes it. The
+// worker and the settle path refuse any other (Allowed), and the delivery
+// state machine drawn in docs/delivery.md is checked against this list.
+var Transitions = []Transition{
+	{"", Queued, ByCallback, "ticket created with a destination"},
+	{Queued, Delivered, ByWorker, "the helpdesk answered with its id, or a lookup found it"},
+	{Queued, Queued, ByWorker, "nothing certain: a retry is scheduled"},
+	{Queued, Failed, ByWorker, "refused, or attempts or age spent with no request that may have created it"},
+	{Queued, Uncertain, ByWorker, "attempts or age spent after a request that may have created it"},
+	{Queued, Queued, ByOperator, "delivery recover, or settle not-created"},
+	{Queued, Delivered, ByOperator, "settle delivered"},
+	{Queued, Abandoned, ByOperator, "settle abandoned"},
+	{Failed, Queued, ByOperator, "settle not-created"},
+	{Failed, Delivered, ByOperator, "settle delivered"},
+	{Failed, Abandoned, ByOperator, "settle abandoned"},
+	{Uncertain, Queued, ByOperator, "settle not-created"},
+	{Uncertain, Delivered, ByOperator, "settle delivered"},
+	{Uncertain, Abandoned, ByOperator, "settle abandoned"},
+	{Abandoned, Queued, ByOperator, "settle not-created"},
+	{Abandoned, Delivered, ByOperator, "settle delivered"},
+}
+
+// Allowed reports whether by may move a delivery from one state to
+// another: whether Transitions lists the move.
+func Allowed(from, to State, by Actor) bool {
+	for _, t := range Transitions {
+		if t.From == from && t.To == to && t.By == by {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrTransition is returned by a move Transitions does not list.
+type ErrTransition struct {
+	From, To State
+	By       Actor
+}
+
+func (e *ErrTransition) Error() string {
+	from := string(e.From)
+	if from == "" {
+		from = "(new)"
+	}
+	return fmt.Sprintf("delivery: the %s does not move a delivery from %s to %s", e.By, from, e.To)
+}
