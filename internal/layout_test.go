@@ -1,4 +1,4 @@
-// Package internal_test checks the layout README.md's "Layout" section
+// Package internal_test checks the layout docs/development.md's "Layout" section
 // describes: what ships stands apart from the tools and test kits, and
 // imports point inward only.
 package internal_test
@@ -109,11 +109,11 @@ func room(path string) int {
 }
 
 // TestEveryShippedPackageHasARoom: a new package under internal/ must be
-// placed, here and in README.md's map, or live under internal/dev.
+// placed, here and in docs/development.md's map, or live under internal/dev.
 func TestEveryShippedPackageHasARoom(t *testing.T) {
 	for path := range list(t) {
 		if strings.HasPrefix(path, "internal/") && !strings.HasPrefix(path, "internal/dev/") && path != "internal" && room(path) < 0 {
-			t.Errorf("%s is in no room of the layout: place it in internal/layout_test.go and README.md's Layout, or move it under internal/dev", path)
+			t.Errorf("%s is in no room of the layout: place it in internal/layout_test.go and docs/development.md's Layout, or move it under internal/dev", path)
 		}
 	}
 }
@@ -180,17 +180,17 @@ func TestEveryPackageSaysWhatItIs(t *testing.T) {
 	}
 }
 
-// TestReadmeMapsEveryPackage: README.md's Layout section names every
+// TestReadmeMapsEveryPackage: docs/development.md's Layout section names every
 // package of the module, and names no folder that is gone.
 func TestReadmeMapsEveryPackage(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/development.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(readme)
 	start := strings.Index(s, "\n## Layout\n")
 	if start < 0 {
-		t.Fatal("README.md has no Layout section")
+		t.Fatal("docs/development.md has no Layout section")
 	}
 	section := s[start+1:]
 	if end := strings.Index(section[1:], "\n## "); end >= 0 {
@@ -202,12 +202,12 @@ func TestReadmeMapsEveryPackage(t *testing.T) {
 	}
 	for path := range list(t) {
 		if path != "internal" && !named[path] {
-			t.Errorf("README.md's Layout does not name %s/", path)
+			t.Errorf("docs/development.md's Layout does not name %s/", path)
 		}
 	}
 	for path := range named {
 		if fi, err := os.Stat(filepath.Join("..", path)); err != nil || !fi.IsDir() {
-			t.Errorf("README.md's Layout names %s/, which is not a folder", path)
+			t.Errorf("docs/development.md's Layout names %s/, which is not a folder", path)
 		}
 	}
 }

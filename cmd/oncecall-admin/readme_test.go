@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/dev/doctest"
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
@@ -25,12 +27,12 @@ import (
 )
 
 const (
-	readmePath = "../../README.md"
-	// adminPrefix starts every admin example in the README.
+	// adminPrefix starts every admin example in the docs.
 	adminPrefix = "go run ./cmd/oncecall-admin "
-	// localSection is the README section whose examples run as written
+	// localPage and localSection hold the examples that run as written
 	// beside make run.
-	localSection = "### Another store, and adding users"
+	localPage    = "docs/operations.md"
+	localSection = "## The admin tool"
 )
 
 // readmeVars stand for values the README's reader gets from elsewhere
@@ -40,19 +42,39 @@ var readmeVars = map[string]string{
 	"OP_KEY":     strings.Repeat("3f", 32),
 	"KEY":        "an-example-hook-key",
 	"REQUEST_ID": "request-example",
+	// The deploy page sets STACK_* from the stack's outputs.
+	"STACK_TableName": "oncecall-Table-1A2B3C4D5E6F",
 }
 
-// shellLine is one shell command of a README code block.
+// shellLine is one shell command of a code block of the docs.
 type shellLine struct {
-	section string
-	text    string
+	page, section string
+	text          string
 }
 
-// readmeShell returns every command of the README's sh code blocks, with
-// continuation lines joined, each with the section it is in.
+// readmeShell returns every command of the docs' sh code blocks (README.md,
+// then docs/), with continuation lines joined, each with the page and the
+// section it is in.
 func readmeShell(t *testing.T) []shellLine {
 	t.Helper()
-	f, err := os.Open(readmePath)
+	root, err := doctest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := doctest.Pages(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []shellLine
+	for _, p := range pages {
+		out = append(out, pageShell(t, filepath.Join(root, p), p)...)
+	}
+	return out
+}
+
+func pageShell(t *testing.T, path, page string) []shellLine {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +98,7 @@ func readmeShell(t *testing.T) []shellLine {
 			pending += strings.TrimSuffix(line, "\\") + " "
 			continue
 		}
-		out = append(out, shellLine{section, strings.TrimSpace(pending + line)})
+		out = append(out, shellLine{page, section, strings.TrimSpace(pending + line)})
 		pending = ""
 	}
 	if err := sc.Err(); err != nil {
@@ -198,16 +220,22 @@ func applyShell(words []string, vars map[string]string) {
 	}
 }
 
-// TestREADMEAdminExamplesParse: every `go run ./cmd/oncecall-admin` line
-// of the README is a valid command of the tool, in the environment the
-// README's own export and unset lines make.
-func TestREADMEAdminExamplesParse(t *testing.T) {
+// TestAdminExamplesParse: every admin command of the docs is a valid
+// command of the tool, in the environment the docs' own export and unset
+// lines make.
+func TestAdminExamplesParse(t *testing.T) {
 	vars := map[string]string{}
 	for k, v := range readmeVars {
 		vars[k] = v
 	}
-	n := 0
+	n, page := 0, ""
 	for _, l := range readmeShell(t) {
+		if l.page != page { // each page is read in a shell of its own
+			page, vars = l.page, map[string]string{}
+			for k, v := range readmeVars {
+				vars[k] = v
+			}
+		}
 		words, err := shellWords(l.text, vars)
 		if !strings.HasPrefix(l.text, adminPrefix) {
 			if err == nil { // other commands only matter for what they export
@@ -226,15 +254,15 @@ func TestREADMEAdminExamplesParse(t *testing.T) {
 		}
 	}
 	if n < 10 {
-		t.Errorf("only %d admin examples found in the README", n)
+		t.Errorf("only %d admin examples found in the docs", n)
 	}
 }
 
-// TestREADMELocalExamplesRun runs the admin examples of the README's
+// TestAdminExamplesRun runs the admin examples of the operations page's
 // section on the local store, in order, against a store set up as make run
 // sets it up and holding the quick start's ticket, with nothing else set:
 // each must work as written.
-func TestREADMELocalExamplesRun(t *testing.T) {
+func TestAdminExamplesRun(t *testing.T) {
 	env := dynamotest.New(t)
 	ctx := context.Background()
 	store := dynamo.New(env.Client, env.Table)
@@ -247,7 +275,7 @@ func TestREADMELocalExamplesRun(t *testing.T) {
 	r := &rig{t: t, env: env, vars: vars, local: env.Endpoint}
 	n := 0
 	for _, l := range readmeShell(t) {
-		if l.section != localSection {
+		if l.page != localPage || l.section != localSection {
 			continue
 		}
 		words, err := shellWords(l.text, vars)
@@ -269,7 +297,7 @@ func TestREADMELocalExamplesRun(t *testing.T) {
 	}
 }
 
-// quickStartTicket sends the README's quick-start call through the real
+// quickStartTicket sends the quick start's call through the real
 // callback handler over store and returns the ticket it created.
 func quickStartTicket(t *testing.T, env *dynamotest.Env, store *dynamo.Store) string {
 	t.Helper()

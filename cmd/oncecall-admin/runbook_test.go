@@ -27,9 +27,10 @@ import (
 )
 
 // runbookSection is the README section whose worked example
-// TestREADMERunbookExample runs: the commands from its example heading on.
+// TestRunbookExample runs: the commands from its example heading on.
 const (
-	runbookSection = "## Runbook: a delivery is uncertain"
+	runbookPage    = "../../docs/runbook.md"
+	runbookSection = "## A delivery is uncertain"
 	runbookExample = "### Worked example on the local helpdesk"
 )
 
@@ -53,13 +54,13 @@ type runbookStep struct {
 // runbook section.
 func runbookSteps(t *testing.T) (steps []runbookStep, section string) {
 	t.Helper()
-	raw, err := os.ReadFile(readmePath)
+	raw, err := os.ReadFile(runbookPage)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := strings.Index(string(raw), "\n"+runbookSection+"\n")
 	if start < 0 {
-		t.Fatalf("README.md has no %q section", runbookSection)
+		t.Fatalf("docs/runbook.md has no %q section", runbookSection)
 	}
 	section = string(raw[start+1:])
 	if end := strings.Index(section[len(runbookSection):], "\n## "); end >= 0 {
@@ -181,7 +182,7 @@ func (s *server) log() string {
 	return s.logs.String()
 }
 
-// TestREADMERunbookExample runs the runbook's worked example as a reader
+// TestRunbookExample runs the runbook's worked example as a reader
 // would, command by command, against the real server started as the
 // README's make line starts it (its embedded store, its local helpdesk,
 // its worker): curl against the callback and the helpdesk's control API,
@@ -189,7 +190,7 @@ func (s *server) log() string {
 // command must succeed, and every output the README shows must match
 // what the command printed ("…" stands for what differs from run to run).
 // It also checks that the runbook quotes what the model is told verbatim.
-func TestREADMERunbookExample(t *testing.T) {
+func TestRunbookExample(t *testing.T) {
 	steps, section := runbookSteps(t)
 	for _, s := range []delivery.State{delivery.Queued, delivery.Delivered, delivery.Uncertain, delivery.Failed, delivery.Abandoned} {
 		if msg := (&delivery.Record{State: s}).View(time.Now()).Message; !strings.Contains(strings.Join(strings.Fields(section), " "), msg) {

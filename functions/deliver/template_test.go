@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/mapping"
+	"github.com/oncecall/oncecall/internal/dev/doctest"
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
@@ -717,12 +717,12 @@ func TestTemplateDeliveryDashboard(t *testing.T) {
 			t.Errorf("the table's query lacks %q: %s", part, table.Properties.Query)
 		}
 	}
-	if text == nil || !strings.Contains(text.Properties.Markdown, "(https://github.com/acme/oncecall/blob/main/README.md#"+runbookAnchor+")") {
+	if text == nil || !strings.Contains(text.Properties.Markdown, "(https://github.com/acme/oncecall/blob/main/docs/runbook.md#"+runbookAnchor+")") {
 		t.Errorf("no runbook link in the dashboard: %+v", text)
 	}
 	ws = widgets(t, deploy(t, webhook))
 	for _, w := range ws {
-		if w.Type == "text" && (!strings.Contains(w.Properties.Markdown, "README.md") || !strings.Contains(w.Properties.Markdown, runbookHeading)) {
+		if w.Type == "text" && (!strings.Contains(w.Properties.Markdown, "docs/runbook.md") || !strings.Contains(w.Properties.Markdown, runbookHeading)) {
 			t.Errorf("without RepositoryUrl the text names no runbook: %q", w.Properties.Markdown)
 		}
 	}
@@ -740,19 +740,20 @@ func TestTemplateDeliveryDashboard(t *testing.T) {
 	}
 }
 
-// runbookHeading is the README section the ops runbook lives in; GitHub
-// makes runbookAnchor of it.
+// runbookHeading is the section of docs/runbook.md the dashboard links to;
+// GitHub makes runbookAnchor of it.
 const (
-	runbookHeading = "Runbook: a delivery is uncertain"
-	runbookAnchor  = "runbook-a-delivery-is-uncertain"
+	runbookHeading = "A delivery is uncertain"
+	runbookAnchor  = "a-delivery-is-uncertain"
 )
 
 func TestRunbookAnchorIsGitHubs(t *testing.T) {
-	slug := strings.ToLower(runbookHeading)
-	slug = regexp.MustCompile(`[^a-z0-9 -]`).ReplaceAllString(slug, "")
-	slug = strings.ReplaceAll(slug, " ", "-")
-	if slug != runbookAnchor {
-		t.Errorf("GitHub's anchor of %q is %q, not %q", runbookHeading, slug, runbookAnchor)
+	page := string(readFile(t, "../../docs/runbook.md"))
+	if !strings.Contains(page, "\n## "+runbookHeading+"\n") {
+		t.Errorf("docs/runbook.md has no section %q", runbookHeading)
+	}
+	if !doctest.Anchors(page)[runbookAnchor] {
+		t.Errorf("GitHub makes no anchor %q of docs/runbook.md's headings", runbookAnchor)
 	}
 }
 
@@ -982,31 +983,30 @@ func TestSAMLocalEnv(t *testing.T) {
 	}
 }
 
-// TestReadmeDeploySectionNamesTheTemplate: README.md's "Deploy to AWS"
-// names every parameter, every output and every alarm of template.yaml, so
-// that a new one cannot be added without saying what it does.
-func TestReadmeDeploySectionNamesTheTemplate(t *testing.T) {
-	readme := string(readFile(t, "../../README.md"))
-	start := strings.Index(readme, "\n## Deploy to AWS\n")
-	if start < 0 {
-		t.Fatal(`README.md has no "## Deploy to AWS"`)
-	}
-	section := readme[start+1:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
+// TestDocsNameTheTemplate: docs/configuration.md names every parameter of
+// template.yaml, docs/deploy.md every output, and docs/runbook.md every
+// alarm, so that a new one cannot be added without saying what it does.
+func TestDocsNameTheTemplate(t *testing.T) {
 	raw := samtest.Read(t, templatePath)
-	var want []string
-	want = append(want, names(raw["Parameters"].(map[string]any))...)
-	want = append(want, names(raw["Outputs"].(map[string]any))...)
+	var alarms []string
 	for name, r := range raw["Resources"].(map[string]any) {
 		if r.(map[string]any)["Type"] == "AWS::CloudWatch::Alarm" {
-			want = append(want, name)
+			alarms = append(alarms, name)
 		}
 	}
-	for _, w := range want {
-		if !strings.Contains(section, "`"+w+"`") {
-			t.Errorf("README's Deploy to AWS does not name %s", w)
+	for _, c := range []struct {
+		page  string
+		names []string
+	}{
+		{"docs/configuration.md", names(raw["Parameters"].(map[string]any))},
+		{"docs/deploy.md", names(raw["Outputs"].(map[string]any))},
+		{"docs/runbook.md", alarms},
+	} {
+		text := string(readFile(t, "../../"+c.page))
+		for _, w := range c.names {
+			if !strings.Contains(text, "`"+w+"`") {
+				t.Errorf("%s does not name %s", c.page, w)
+			}
 		}
 	}
 }

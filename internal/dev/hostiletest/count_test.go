@@ -20,9 +20,9 @@ func TestDocumentsGiveTheCatalogueSize(t *testing.T) {
 		sentence *regexp.Regexp
 		size     int
 	}{
-		{"../../../README.md", regexp.MustCompile(`\*\*A hostile catalogue\*\* of (\d+) broken or malicious requests`), len(Cases(n))},
+		{"../../../docs/development.md", regexp.MustCompile(`\*\*A hostile catalogue\*\* of (\d+) broken or malicious requests`), len(Cases(n))},
 		{"../../../SECURITY.md", regexp.MustCompile(`the hostile catalogue \((\d+)\s+cases`), len(Cases(n))},
-		{"../../../README.md", regexp.MustCompile(`\*\*The MCP door's hostile catalogue\*\* of (\d+)`), len(MCPCases(n))},
+		{"../../../docs/development.md", regexp.MustCompile(`\*\*The MCP door's hostile catalogue\*\* of (\d+)`), len(MCPCases(n))},
 	} {
 		file, sentence, size := d.file, d.sentence, d.size
 		text, err := os.ReadFile(file)

@@ -29,7 +29,8 @@ func readmeQuickStart(t *testing.T) (body, reordered, getTicket string) {
 	}
 	body = find("quick-start body", regexp.MustCompile(`(?s)--data '(\{\s*"type": "tool_call".*?\})'`))
 	reordered = find("reordered content", regexp.MustCompile("(?s)reorder the members of `content` \\(`(\"content\": \\{.*?\\})`"))
-	getTicket = find("get_ticket body", regexp.MustCompile(`(?s)--data \\\s*'(\{"function":\{"name":"get_ticket".*?\}\})'`))
+	getTicket = find("get_ticket body", regexp.MustCompile(`(?s)--data \\\s*'(\{"function":\{"name":"get_ticket".*?\}\})' \\`))
+	getTicket = strings.Replace(getTicket, `"'"$TICKET_ID"'"`, `"<id>"`, 1)
 	return body, reordered, getTicket
 }
 

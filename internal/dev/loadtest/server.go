@@ -27,6 +27,9 @@ type Server struct {
 	Endpoint string
 	// Table is the table it serves.
 	Table string
+	// Helpdesk is the local helpdesk's base URL, when the server started
+	// one.
+	Helpdesk string
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -106,7 +109,7 @@ func (s *Server) read(r io.Reader, ready chan<- error) {
 			continue
 		}
 		var e struct {
-			Msg, Endpoint, Callback, Table string
+			Msg, Endpoint, Callback, Table, URL string
 		}
 		if json.Unmarshal([]byte(line), &e) != nil {
 			continue
@@ -114,6 +117,8 @@ func (s *Server) read(r io.Reader, ready chan<- error) {
 		switch {
 		case strings.HasPrefix(e.Msg, "local store (dynoxide"):
 			s.Endpoint = e.Endpoint
+		case e.Msg == "local helpdesk":
+			s.Helpdesk = e.URL
 		case e.Msg == "serving":
 			s.URL, s.Table = strings.TrimSuffix(e.Callback, "/callback"), e.Table
 			signalled = true

@@ -3,7 +3,7 @@ package suitetest
 // The two rules every test binary of the module keeps, checked over the
 // source: randomized tests take their seed from this package, and every
 // test binary fails when a goroutine outlives its tests (go.uber.org/goleak
-// in TestMain). README.md ("Tests") states both.
+// in TestMain). docs/development.md ("Tests") states both.
 
 import (
 	"go/ast"
@@ -202,7 +202,7 @@ func TestEveryTestBinaryChecksForLeaks(t *testing.T) {
 	t.Logf("%d test packages, %d without a leak check", len(guarded), len(missing))
 }
 
-// TestReadmeNamesThePackagesWithoutLeakCheck compares the packages README.md
+// TestReadmeNamesThePackagesWithoutLeakCheck compares the packages docs/development.md
 // says have no test binary (so no leak check) with the packages of the
 // module that have Go files but no tests.
 func TestReadmeNamesThePackagesWithoutLeakCheck(t *testing.T) {
@@ -240,7 +240,7 @@ func TestReadmeNamesThePackagesWithoutLeakCheck(t *testing.T) {
 	}
 	slices.Sort(untested)
 
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "development.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestReadmeNamesThePackagesWithoutLeakCheck(t *testing.T) {
 	start := strings.Index(text, "**Leaks fail.**")
 	end := strings.Index(text[max(start, 0):], "\n\n")
 	if start < 0 || end < 0 {
-		t.Fatal(`README.md has no "**Leaks fail.**" paragraph`)
+		t.Fatal(`docs/development.md has no "**Leaks fail.**" paragraph`)
 	}
 	paragraph := text[start : start+end]
 	list := paragraph[strings.Index(paragraph, "no\ntest binary to check:")+1:]
@@ -262,6 +262,6 @@ func TestReadmeNamesThePackagesWithoutLeakCheck(t *testing.T) {
 	}
 	named = slices.Compact(slices.Sorted(slices.Values(named)))
 	if !slices.Equal(named, untested) {
-		t.Errorf("README.md names %q as the packages without tests; they are %q", named, untested)
+		t.Errorf("docs/development.md names %q as the packages without tests; they are %q", named, untested)
 	}
 }
