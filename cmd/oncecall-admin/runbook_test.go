@@ -253,6 +253,32 @@ func TestRunbookExample(t *testing.T) {
 			vars[v] = n
 			continue
 		}
+		// The three forms of the runbook that capture an answer: VAR=$(curl
+		// …), VAR=$(jq -r .member <<<"$OTHER") and echo "$VAR".
+		if m := captureCurl.FindStringSubmatch(st.text); m != nil {
+			words, err := shellWords(m[2], vars)
+			if err != nil || srv == nil {
+				t.Fatalf("%q: %v (before make run: %v)", st.text, err, srv == nil)
+			}
+			vars[m[1]] = translate(curl(t, client, words[1:], func(u string) string { return translate(u, false) }), true)
+			continue
+		}
+		if m := captureJQ.FindStringSubmatch(st.text); m != nil {
+			var doc map[string]any
+			if err := json.Unmarshal([]byte(vars[m[3]]), &doc); err != nil {
+				t.Fatalf("%q: $%s is not JSON: %v\n%s", st.text, m[3], err, vars[m[3]])
+			}
+			v, ok := doc[m[2]].(string)
+			if !ok {
+				t.Fatalf("%q: $%s has no string member %s:\n%s", st.text, m[3], m[2], vars[m[3]])
+			}
+			vars[m[1]] = v
+			continue
+		}
+		if m := echoVar.FindStringSubmatch(st.text); m != nil {
+			last = vars[m[1]]
+			continue
+		}
 		words, err := shellWords(st.text, vars)
 		if err != nil {
 			t.Fatalf("%q: %v", st.text, err)
@@ -274,14 +300,6 @@ func TestRunbookExample(t *testing.T) {
 			}
 		case words[0] == "curl":
 			last = translate(curl(t, client, words[1:], func(u string) string { return translate(u, false) }), true)
-			var a struct {
-				Status       string `json:"status"`
-				TicketID     string `json:"ticket_id"`
-				Deduplicated bool   `json:"deduplicated"`
-			}
-			if json.Unmarshal([]byte(last), &a) == nil && a.Status == "created" && !a.Deduplicated {
-				vars["TICKET_ID"] = a.TicketID // "Set TICKET_ID to its ticket_id"
-			}
 		case strings.HasPrefix(st.text, adminPrefix):
 			r := &rig{t: t, vars: map[string]string{}, local: srv.store}
 			res := r.run(words[3:]...)
@@ -300,6 +318,13 @@ func TestRunbookExample(t *testing.T) {
 		t.Logf("server log:\n%s", srv.log())
 	}
 }
+
+// The capturing forms the runbook uses.
+var (
+	captureCurl = regexp.MustCompile(`^([A-Z_]+)=\$\((curl .*)\)$`)
+	captureJQ   = regexp.MustCompile(`^([A-Z_]+)=\$\(jq -r \.([a-z_]+) <<<"\$([A-Z_]+)"\)$`)
+	echoVar     = regexp.MustCompile(`^echo "\$([A-Z_]+)"$`)
+)
 
 // curl runs the curl command line args as curl would for the forms the
 // README uses (-s, -X, -H, --data or -d, one URL) and returns the body. A
