@@ -315,12 +315,20 @@ func TestUserChangesTouchOneField(t *testing.T) {
 		args  []string
 		field string // attribute that changes
 		log   string // its name in the change log
+		// printed and again are the first line printed by the change and
+		// by the same change repeated.
+		printed, again string
 	}{
-		{[]string{"user", "grant", "-id", "user-e", "-function", "create_ticket"}, "functions", "functions"},
-		{[]string{"user", "revoke", "-id", "user-a", "-function", "create_ticket"}, "functions", "functions"},
-		{[]string{"user", "disable", "-id", "user-b"}, "active", "active"},
-		{[]string{"user", "enable", "-id", "user-d"}, "active", "active"},
-		{[]string{"user", "rename", "-id", "user-c", "-name", "Carol Smith"}, "name", "name"},
+		{[]string{"user", "grant", "-id", "user-e", "-function", "create_ticket"}, "functions", "functions",
+			"user-e: functions get_ticket -> create_ticket,get_ticket (version 0 -> 1)", "user-e: functions already create_ticket,get_ticket; nothing changed"},
+		{[]string{"user", "revoke", "-id", "user-a", "-function", "create_ticket"}, "functions", "functions",
+			"user-a: functions create_ticket,get_ticket -> get_ticket (version 0 -> 1)", "user-a: functions already get_ticket; nothing changed"},
+		{[]string{"user", "disable", "-id", "user-b"}, "active", "active",
+			"user-b: state active -> disabled (version 0 -> 1)", "user-b: state already disabled; nothing changed"},
+		{[]string{"user", "enable", "-id", "user-d"}, "active", "active",
+			"user-d: state disabled -> active (version 0 -> 1)", "user-d: state already active; nothing changed"},
+		{[]string{"user", "rename", "-id", "user-c", "-name", "Carol Smith"}, "name", "name",
+			`user-c: name "carol" -> "Carol Smith" (version 0 -> 1)`, `user-c: name already "Carol Smith"; nothing changed`},
 	} {
 		id := tc.args[3]
 		before := r.userItem(id)
@@ -340,8 +348,14 @@ func TestUserChangesTouchOneField(t *testing.T) {
 			logs[0].UserID != id || logs[0].Action != "user."+tc.args[1] || logs[0].Version != 1 || logs[0].Table != r.env.Table {
 			t.Errorf("%v logged %+v", tc.args, logs)
 		}
+		if first, _, _ := strings.Cut(res.stdout, "\n"); first != tc.printed {
+			t.Errorf("%v printed %q, want %q", tc.args, first, tc.printed)
+		}
 		// The same change again changes nothing and logs nothing.
 		again := r.must(exitOK, tc.args...)
+		if first, _, _ := strings.Cut(again.stdout, "\n"); first != tc.again {
+			t.Errorf("%v repeated printed %q, want %q", tc.args, first, tc.again)
+		}
 		if len(changeLines(t, again.stderr)) != 0 || !strings.Contains(again.stdout, "nothing changed") {
 			t.Errorf("%v repeated: %s %s", tc.args, again.stdout, again.stderr)
 		}
