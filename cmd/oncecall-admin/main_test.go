@@ -654,8 +654,9 @@ func TestTableCreate(t *testing.T) {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	r := &rig{t: t, local: closedEndpoint, vars: map[string]string{"DYNAMODB_ENDPOINT": ep, "TABLE_NAME": table}}
-	r.must(exitUsage, "table", "create")
-	res := r.must(exitOK, "table", "create", "-operator", "tester", "-json")
+	// Creating the table changes no user: it needs no operator (README
+	// runs it as plain table create), and logs who ran it when named.
+	res := r.must(exitOK, "table", "create", "-json")
 	var out struct {
 		Created      bool     `json:"created"`
 		IndexesAdded []string `json:"indexes_added"`
@@ -664,11 +665,25 @@ func TestTableCreate(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || !out.Created || out.TTL == "" {
 		t.Fatalf("table create: %s %v", res.stdout, err)
 	}
-	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Action != "table.create" {
+	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Action != "table.create" || logs[0].Who != "" || logs[0].Via != "unnamed" {
 		t.Errorf("table create logged %+v", logs)
 	}
 	res = r.must(exitOK, "table", "create", "-operator", "tester")
 	if !strings.Contains(res.stdout, "created        false") || len(changeLines(t, res.stderr)) != 0 {
 		t.Errorf("second table create:\n%s%s", res.stdout, res.stderr)
+	}
+	// A name, when given, is still checked and logged.
+	r.must(exitUsage, "table", "create", "-operator", "bad\nname")
+	if u := r.must(exitOK, "table", "create", "-h").stdout; strings.Contains(u, "is required") || !strings.Contains(u, "-operator") {
+		t.Errorf("table create -h:\n%s", u)
+	}
+	named := table + "-named"
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(named)})
+	})
+	r.vars["TABLE_NAME"] = named
+	res = r.must(exitOK, "table", "create", "-operator", "tester")
+	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Who != "tester" || logs[0].Via != "-operator" {
+		t.Errorf("table create -operator logged %+v", logs)
 	}
 }
