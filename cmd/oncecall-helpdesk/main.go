@@ -5,7 +5,9 @@
 // faults, inspection, reset).
 //
 // Flags set the capabilities at start; the control API changes them while
-// it runs. Credentials come from the environment, never from flags (which
+// it runs. Without flags it behaves as the helpdesk `make run
+// DESTINATION=webhook` starts: it neither deduplicates by Idempotency-Key
+// nor answers lookups (-dedup-window 2h -lookup behaves as Zendesk does). Credentials come from the environment, never from flags (which
 // other users of the machine can read): HELPDESK_TOKEN is the webhook's
 // bearer token, HELPDESK_ZENDESK_CREDENTIALS the Zendesk front's
 // ("{email}/token:{api_token}" or an OAuth token, as DESTINATION_TOKEN).
@@ -43,8 +45,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("oncecall-helpdesk", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", helpdesk.DefaultAddr, "address to listen on")
-	window := fs.Duration("dedup-window", zendesk.DedupWindow*2, "how long an Idempotency-Key is remembered (0: never deduplicate)")
-	lookup := fs.Bool("lookup", true, "answer lookups by external id")
+	// The defaults are those of the helpdesk `make run DESTINATION=webhook`
+	// starts: the strictest webhook, which neither deduplicates nor
+	// answers lookups. Zendesk does both: -dedup-window 2h -lookup.
+	window := fs.Duration("dedup-window", 0, "how long an Idempotency-Key is remembered (0: never deduplicate; Zendesk: 2h)")
+	lookup := fs.Bool("lookup", false, "answer lookups by external id (Zendesk does)")
 	lag := fs.Duration("settle-delay", 0, "how long a new ticket stays invisible to lookups")
 	quiet := fs.Bool("quiet", false, "do not log each request")
 	if err := fs.Parse(args); err != nil {
