@@ -123,3 +123,40 @@ func TestWorkerNeedsADestinationAndNoHookKey(t *testing.T) {
 		t.Fatalf("worker: %+v, %v", c.Delivery, err)
 	}
 }
+
+// TestPlainHTTPDestination: plain http goes to a loopback host anywhere,
+// to host.docker.internal only in a local run (DYNAMODB_ENDPOINT a local
+// store, as sam local invoke's events/deliver/sam-env.json sets it), and
+// nowhere else; the refusal never quotes the URL.
+func TestPlainHTTPDestination(t *testing.T) {
+	for _, c := range []struct {
+		url, endpoint string
+		ok, allow     bool
+	}{
+		{"http://127.0.0.1:8025/tickets", "", true, false},
+		{"http://localhost:8025/tickets", "", true, false},
+		{"http://[::1]:8025/tickets", "", true, false},
+		{"http://host.docker.internal:8025/tickets", "http://host.docker.internal:8000", true, true},
+		{"http://host.docker.internal:8025/tickets", "http://127.0.0.1:8000", true, true},
+		{"http://host.docker.internal:8025/tickets", "http://localhost:8000", true, true},
+		{"http://host.docker.internal:8025/tickets", "", false, false},
+		{"http://host.docker.internal:8025/tickets", "https://dynamodb.eu-west-1.amazonaws.com", false, false},
+		{"http://helpdesk.example.com/tickets?token=SECRET", "http://host.docker.internal:8000", false, false},
+		{"http://10.0.0.5/tickets", "http://127.0.0.1:8000", false, false},
+		{"https://host.docker.internal:8025/tickets", "", true, false},
+	} {
+		e := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1",
+			config.EnvDestination: "webhook", config.EnvDestinationURL: c.url, config.EnvEndpoint: c.endpoint}
+		got, err := config.Load(env(e), config.Worker, nil)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s with %s=%q: %v", c.url, config.EnvEndpoint, c.endpoint, err)
+		case c.ok && got.Delivery.AllowHTTP != c.allow:
+			t.Errorf("%s with %s=%q: AllowHTTP %v, want %v", c.url, config.EnvEndpoint, c.endpoint, got.Delivery.AllowHTTP, c.allow)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), "DESTINATION_URL: plain http is accepted only to a loopback host, or to host.docker.internal when DYNAMODB_ENDPOINT is a local store")):
+			t.Errorf("%s with %s=%q: %v, want it refused", c.url, config.EnvEndpoint, c.endpoint, err)
+		case err != nil && strings.Contains(err.Error(), "SECRET"):
+			t.Errorf("the refusal quotes the URL: %v", err)
+		}
+	}
+}
