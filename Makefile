@@ -51,6 +51,14 @@ $(DYNOXIDE_ROOT)/bin/dynoxide:
 nonce:
 	@$(GO) run ./cmd/oncecall-admin nonce
 
+# TOOLS_DIR is where make tools puts the binaries (tests build elsewhere).
+TOOLS_DIR ?= bin
+.PHONY: tools
+## tools: build the operator's tools for this machine: bin/oncecall-admin and bin/oncecall-helpdesk;
+## run them from there, since go run turns every failure into exit 1 and hides oncecall-admin's exit codes 2, 3 and 4
+tools:
+	$(GO) build -o $(TOOLS_DIR)/ ./cmd/oncecall-admin ./cmd/oncecall-helpdesk
+
 ## build: the arm64 Lambda bootstraps, as `sam build` makes them: bin/callback/bootstrap and bin/deliver/bootstrap
 build:
 	$(MAKE) --no-print-directory build-CallbackFunction ARTIFACTS_DIR=bin/callback
