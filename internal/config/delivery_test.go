@@ -160,3 +160,43 @@ func TestPlainHTTPDestination(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliverySettingsNeedADestination pins which variables are refused
+// without DESTINATION: exactly these fifteen (there is no prefix rule: a
+// name config does not read, such as DESTINATION_FOO, is ignored), each
+// named in the refusal, on the callback and in a local run alike. The
+// worker refuses to start without DESTINATION whatever else is set.
+func TestDeliverySettingsNeedADestination(t *testing.T) {
+	refused := []string{
+		"DESTINATION_URL", "DESTINATION_TOKEN", "DESTINATION_SECRET_ARN", "DESTINATION_DEDUP_WINDOW", "DESTINATION_LOOKUP",
+		"DESTINATION_SETTLE_DELAY", "DESTINATION_TIMEOUT", "DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE",
+		"DELIVERY_INLINE_TIMEOUT", "DELIVERY_SWEEP_INTERVAL",
+		"ZENDESK_SUBDOMAIN", "ZENDESK_TENANT_FIELD", "ZENDESK_REQUESTER_FIELD", "ZENDESK_REQUESTER_ID",
+	}
+	local := map[string]string{config.EnvHookKey: "local-demo-hook-key-0123456789"}
+	for _, name := range refused {
+		for base, e := range map[string]map[string]string{"lambda": lambdaEnv(), "local": local} {
+			e[name] = "1"
+			b := config.Lambda
+			if base == "local" {
+				b = config.Defaults
+			}
+			_, err := config.Load(env(e), b, functions)
+			if want := name + ": is set but DESTINATION is not"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s=1 without DESTINATION (%s): %v, want %q", name, base, err, want)
+			}
+			delete(e, name)
+		}
+	}
+	for _, name := range []string{"DESTINATION_FOO", "DESTINATION_URLS", "ZENDESK_EMAIL", "ZENDESK_TOKEN", "DELIVERY_FOO", "HELPDESK_TOKEN"} {
+		e := lambdaEnv()
+		e[name] = "1"
+		if _, err := config.Load(env(e), config.Lambda, functions); err != nil {
+			t.Errorf("%s (not read) without DESTINATION: %v", name, err)
+		}
+	}
+	e := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1"}
+	if _, err := config.Load(env(e), config.Worker, nil); err == nil || !strings.Contains(err.Error(), "DESTINATION: is required by the delivery worker") {
+		t.Errorf("the worker without DESTINATION: %v", err)
+	}
+}
