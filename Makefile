@@ -78,7 +78,7 @@ clean:
 distclean: clean
 	rm -rf .tools
 
-# --- Evidence under fuzzing and load (issue 4) --------------------------------
+# --- Evidence under fuzzing and load ------------------------------------------
 # `make test` runs every fuzz target over its committed seed corpus
 # (testdata/fuzz); `make fuzz` explores further, one target after another,
 # each for FUZZTIME. `make stress` runs the mixed concurrency run against a
@@ -154,7 +154,7 @@ invoke:
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(INVOKE_EVENTS)
 
-# ---- benchmarks (issue 5) ---------------------------------------------------
+# ---- benchmarks -------------------------------------------------------------
 .PHONY: bench
 
 ## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the

@@ -364,7 +364,7 @@ func TestUserChangesTouchOneField(t *testing.T) {
 		}
 	}
 	// What dave was granted before being disabled comes back with enable,
-	// and erin's name survived the grant (issue 10 §5).
+	// and erin's name survived the grant.
 	var u userView
 	_ = json.Unmarshal([]byte(r.must(exitOK, "user", "get", "-id", "user-e", "-json").stdout), &u)
 	if u.Name != "erin" || !slices.Equal(u.Functions, []string{"create_ticket", "get_ticket"}) || u.Version != 1 {
