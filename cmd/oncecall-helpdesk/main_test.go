@@ -39,7 +39,12 @@ func TestServesUntilCanceled(t *testing.T) {
 	case err := <-done:
 		t.Fatal(err)
 	}
-	resp, err := http.Get(s.URL() + helpdesk.ControlPath + "/capabilities")
+	// The control API has an address of its own besides (the port after
+	// -addr's; any free one here), which a refuse fault leaves open.
+	if s.ControlURL() == s.URL() {
+		t.Errorf("no control address of its own: %s", s.ControlURL())
+	}
+	resp, err := http.Get(s.ControlURL() + helpdesk.ControlPath + "/capabilities")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +121,7 @@ func TestDefaultsAreMakeRuns(t *testing.T) {
 	servers := make(chan *helpdesk.Server, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-quiet"}, env(nil), io.Discard, func(s *helpdesk.Server) { servers <- s })
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-control-addr", "none", "-quiet"}, env(nil), io.Discard, func(s *helpdesk.Server) { servers <- s })
 	}()
 	select {
 	case s := <-servers:

@@ -58,7 +58,7 @@ const (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
 	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
-	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN)")
+	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN); its control API also has the next port to itself")
 	flag.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
 	flag.Parse()
 	if err := run(*addr, *dbAddr, *hdAddr); err != nil {
@@ -98,7 +98,7 @@ func run(addr, dbAddr, hdAddr string) error {
 	defer stop()
 	if hd != nil {
 		logger.Info("local helpdesk", "url", hd.URL(), "destination", cfg.Delivery.Destination, "destination_url", cfg.Delivery.URL,
-			"control", hd.URL()+helpdesk.ControlPath+"/")
+			"control", hd.URL()+helpdesk.ControlPath+"/", "control_during_refuse", hd.ControlURL()+helpdesk.ControlPath+"/")
 	}
 
 	if cfg.Endpoint == "" {
@@ -209,7 +209,9 @@ func localHelpdesk(addr string, d *config.Delivery) (*helpdesk.Server, error) {
 	if d.Destination == config.DestinationWebhook {
 		caps = delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup}
 	}
-	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps})
+	// The control API also has the next port to itself, where it stays
+	// reachable while a refuse fault closes addr.
+	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps, ControlAddr: helpdesk.ControlAddrFor(addr)})
 	if err != nil {
 		return nil, startError("the local helpdesk", addr, "-helpdesk-addr", config.EnvDestinationURL+" to deliver to another helpdesk", err)
 	}
@@ -236,6 +238,12 @@ func localStore(addr string) (*localdb.Server, error) {
 func startError(what, addr, flag, other string, err error) error {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%s on %s: %w", what, addr, err)
+	}
+	// The address that is taken may be another of what's (the local
+	// helpdesk's control address, the port after its own).
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil {
+		addr = op.Addr.String()
 	}
 	msg := fmt.Sprintf("%s cannot listen on %s: the address is already in use, most likely by an earlier server (make run) still running: stop it (Ctrl-C where it runs), or move this one with %s HOST:PORT (go run ./cmd/oncecall %s 127.0.0.1:0 picks a free port)",
 		what, addr, flag, flag)
