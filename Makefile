@@ -51,6 +51,14 @@ $(DYNOXIDE_ROOT)/bin/dynoxide:
 nonce:
 	@$(GO) run ./cmd/oncecall-admin nonce
 
+# TOOLS_DIR is where make tools puts the binaries (tests build elsewhere).
+TOOLS_DIR ?= bin
+.PHONY: tools
+## tools: build the operator's tools for this machine: bin/oncecall-admin and bin/oncecall-helpdesk;
+## run them from there, since go run turns every failure into exit 1 and hides oncecall-admin's exit codes 2, 3 and 4
+tools:
+	$(GO) build -o $(TOOLS_DIR)/ ./cmd/oncecall-admin ./cmd/oncecall-helpdesk
+
 ## build: the arm64 Lambda bootstraps, as `sam build` makes them: bin/callback/bootstrap and bin/deliver/bootstrap
 build:
 	$(MAKE) --no-print-directory build-CallbackFunction ARTIFACTS_DIR=bin/callback
@@ -70,7 +78,7 @@ clean:
 distclean: clean
 	rm -rf .tools
 
-# --- Evidence under fuzzing and load (issue 4) --------------------------------
+# --- Evidence under fuzzing and load ------------------------------------------
 # `make test` runs every fuzz target over its committed seed corpus
 # (testdata/fuzz); `make fuzz` explores further, one target after another,
 # each for FUZZTIME. `make stress` runs the mixed concurrency run against a
@@ -146,7 +154,7 @@ invoke:
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(INVOKE_EVENTS)
 
-# ---- benchmarks (issue 5) ---------------------------------------------------
+# ---- benchmarks -------------------------------------------------------------
 .PHONY: bench
 
 ## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the

@@ -211,3 +211,39 @@ func TestReadmeMapsEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTrackerReferences: code, comments and the Makefile say what they
+// mean instead of pointing at this project's tracker (the word issue, or
+// a section sign, and a number), which a reader of the repository does not
+// have. Other projects' issues are cited by their URL.
+func TestNoTrackerReferences(t *testing.T) {
+	ref := regexp.MustCompile(`(?i)\bissues? +[0-9]+|§ *[0-9]`)
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", ".tools", ".aws-sam", "bin", "node_modules", "testdata":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") && d.Name() != "Makefile" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := ref.FindString(line); m != "" {
+				t.Errorf("%s:%d cites %q, a tracker reference: say what it means", strings.TrimPrefix(path, "../"), i+1, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -102,8 +102,8 @@ var commands = []*command{
 	{
 		name: "table create", summary: "create the table with its indexes and TTL, or add the indexes an existing table lacks",
 		synopsis: "[target flags] [-operator NAME] [-json]",
-		example:  "table create -operator alice\ntable create -aws -table oncecall-Table-ABC123 -region eu-west-1",
-		store:    true, change: true, bind: tableCreate,
+		example:  "table create\ntable create -aws -table oncecall-Table-ABC123 -region eu-west-1",
+		store:    true, change: true, anyone: true, bind: tableCreate,
 	},
 	{
 		name: "nonce", summary: "print a fresh X-Request-Nonce: a BCrypt hash of the hook key",

@@ -315,12 +315,20 @@ func TestUserChangesTouchOneField(t *testing.T) {
 		args  []string
 		field string // attribute that changes
 		log   string // its name in the change log
+		// printed and again are the first line printed by the change and
+		// by the same change repeated.
+		printed, again string
 	}{
-		{[]string{"user", "grant", "-id", "user-e", "-function", "create_ticket"}, "functions", "functions"},
-		{[]string{"user", "revoke", "-id", "user-a", "-function", "create_ticket"}, "functions", "functions"},
-		{[]string{"user", "disable", "-id", "user-b"}, "active", "active"},
-		{[]string{"user", "enable", "-id", "user-d"}, "active", "active"},
-		{[]string{"user", "rename", "-id", "user-c", "-name", "Carol Smith"}, "name", "name"},
+		{[]string{"user", "grant", "-id", "user-e", "-function", "create_ticket"}, "functions", "functions",
+			"user-e: functions get_ticket -> create_ticket,get_ticket (version 0 -> 1)", "user-e: functions already create_ticket,get_ticket; nothing changed"},
+		{[]string{"user", "revoke", "-id", "user-a", "-function", "create_ticket"}, "functions", "functions",
+			"user-a: functions create_ticket,get_ticket -> get_ticket (version 0 -> 1)", "user-a: functions already get_ticket; nothing changed"},
+		{[]string{"user", "disable", "-id", "user-b"}, "active", "active",
+			"user-b: state active -> disabled (version 0 -> 1)", "user-b: state already disabled; nothing changed"},
+		{[]string{"user", "enable", "-id", "user-d"}, "active", "active",
+			"user-d: state disabled -> active (version 0 -> 1)", "user-d: state already active; nothing changed"},
+		{[]string{"user", "rename", "-id", "user-c", "-name", "Carol Smith"}, "name", "name",
+			`user-c: name "carol" -> "Carol Smith" (version 0 -> 1)`, `user-c: name already "Carol Smith"; nothing changed`},
 	} {
 		id := tc.args[3]
 		before := r.userItem(id)
@@ -340,8 +348,14 @@ func TestUserChangesTouchOneField(t *testing.T) {
 			logs[0].UserID != id || logs[0].Action != "user."+tc.args[1] || logs[0].Version != 1 || logs[0].Table != r.env.Table {
 			t.Errorf("%v logged %+v", tc.args, logs)
 		}
+		if first, _, _ := strings.Cut(res.stdout, "\n"); first != tc.printed {
+			t.Errorf("%v printed %q, want %q", tc.args, first, tc.printed)
+		}
 		// The same change again changes nothing and logs nothing.
 		again := r.must(exitOK, tc.args...)
+		if first, _, _ := strings.Cut(again.stdout, "\n"); first != tc.again {
+			t.Errorf("%v repeated printed %q, want %q", tc.args, first, tc.again)
+		}
 		if len(changeLines(t, again.stderr)) != 0 || !strings.Contains(again.stdout, "nothing changed") {
 			t.Errorf("%v repeated: %s %s", tc.args, again.stdout, again.stderr)
 		}
@@ -350,7 +364,7 @@ func TestUserChangesTouchOneField(t *testing.T) {
 		}
 	}
 	// What dave was granted before being disabled comes back with enable,
-	// and erin's name survived the grant (issue 10 §5).
+	// and erin's name survived the grant.
 	var u userView
 	_ = json.Unmarshal([]byte(r.must(exitOK, "user", "get", "-id", "user-e", "-json").stdout), &u)
 	if u.Name != "erin" || !slices.Equal(u.Functions, []string{"create_ticket", "get_ticket"}) || u.Version != 1 {
@@ -640,8 +654,9 @@ func TestTableCreate(t *testing.T) {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	r := &rig{t: t, local: closedEndpoint, vars: map[string]string{"DYNAMODB_ENDPOINT": ep, "TABLE_NAME": table}}
-	r.must(exitUsage, "table", "create")
-	res := r.must(exitOK, "table", "create", "-operator", "tester", "-json")
+	// Creating the table changes no user: it needs no operator (README
+	// runs it as plain table create), and logs who ran it when named.
+	res := r.must(exitOK, "table", "create", "-json")
 	var out struct {
 		Created      bool     `json:"created"`
 		IndexesAdded []string `json:"indexes_added"`
@@ -650,11 +665,25 @@ func TestTableCreate(t *testing.T) {
 	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || !out.Created || out.TTL == "" {
 		t.Fatalf("table create: %s %v", res.stdout, err)
 	}
-	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Action != "table.create" {
+	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Action != "table.create" || logs[0].Who != "" || logs[0].Via != "unnamed" {
 		t.Errorf("table create logged %+v", logs)
 	}
 	res = r.must(exitOK, "table", "create", "-operator", "tester")
 	if !strings.Contains(res.stdout, "created        false") || len(changeLines(t, res.stderr)) != 0 {
 		t.Errorf("second table create:\n%s%s", res.stdout, res.stderr)
+	}
+	// A name, when given, is still checked and logged.
+	r.must(exitUsage, "table", "create", "-operator", "bad\nname")
+	if u := r.must(exitOK, "table", "create", "-h").stdout; strings.Contains(u, "is required") || !strings.Contains(u, "-operator") {
+		t.Errorf("table create -h:\n%s", u)
+	}
+	named := table + "-named"
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(named)})
+	})
+	r.vars["TABLE_NAME"] = named
+	res = r.must(exitOK, "table", "create", "-operator", "tester")
+	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Who != "tester" || logs[0].Via != "-operator" {
+		t.Errorf("table create -operator logged %+v", logs)
 	}
 }

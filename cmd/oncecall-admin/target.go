@@ -52,6 +52,12 @@ who (every change is logged on standard error as one JSON line saying who made i
   elsewhere  -operator NAME or $ONCECALL_OPERATOR is required; without it nothing is changed
 `
 
+const anyoneUsage = `
+who (the change is logged on standard error as one JSON line saying who made it):
+  on AWS     your AWS identity (STS GetCallerIdentity); -operator adds a name beside it
+  elsewhere  -operator NAME or $ONCECALL_OPERATOR when given; not required
+`
+
 // Kinds of target.
 const (
 	targetLocal    = "local"
@@ -204,16 +210,25 @@ type operatorFlags struct {
 	name string
 }
 
-func (f *operatorFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&f.name, "operator", "", "who makes the change, for the log (default $ONCECALL_OPERATOR; required except on AWS)")
+// declare declares -operator; optional says it is not required off AWS.
+func (f *operatorFlags) declare(fs *flag.FlagSet, optional bool) {
+	usage := "who makes the change, for the log (default $ONCECALL_OPERATOR; required except on AWS)"
+	if optional {
+		usage = "who makes the change, for the log (default $ONCECALL_OPERATOR; optional)"
+	}
+	fs.StringVar(&f.name, "operator", "", usage)
 }
 
 // local returns the operator's name off AWS: -operator, else
-// $ONCECALL_OPERATOR; a usage error without either.
-func (f *operatorFlags) local(getenv func(string) string) (string, error) {
+// $ONCECALL_OPERATOR; without either, "" when optional, else a usage
+// error.
+func (f *operatorFlags) local(getenv func(string) string, optional bool) (string, error) {
 	name, from := f.name, "-operator"
 	if name == "" {
 		name, from = getenv(envOperator), envOperator
+	}
+	if name == "" && optional {
+		return "", nil
 	}
 	if name == "" {
 		return "", usageError("a change needs to know who makes it: pass -operator NAME or set %s (on AWS your AWS identity is used); nothing was changed", envOperator)
@@ -234,7 +249,8 @@ type who struct {
 	// ID is the operator's AWS ARN on AWS, the -operator name elsewhere.
 	ID string
 	// Via says where ID came from: aws_caller_identity, -operator or
-	// ONCECALL_OPERATOR.
+	// ONCECALL_OPERATOR; unnamed (and ID empty) for a change that needs
+	// no name, made off AWS without one.
 	Via string
 	// Operator is an -operator name given on AWS besides the identity.
 	Operator string
@@ -302,12 +318,15 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 // the operator's name elsewhere. Without it nothing may be changed.
 func (s *session) whoAmI(ctx context.Context) (who, error) {
 	if s.target.kind != targetAWS {
-		name, err := s.inv.who.local(s.tool.getenv)
+		name, err := s.inv.who.local(s.tool.getenv, s.cmd.anyone)
 		if err != nil {
 			return who{}, err
 		}
 		via := "-operator"
-		if s.inv.who.name == "" {
+		switch {
+		case name == "":
+			via = "unnamed"
+		case s.inv.who.name == "":
 			via = envOperator
 		}
 		return who{ID: name, Via: via}, nil

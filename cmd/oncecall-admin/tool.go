@@ -55,6 +55,9 @@ type command struct {
 	// store: the command reads or writes the store and takes the target
 	// flags; change: it writes, so it needs to know who asks, and is logged.
 	store, change bool
+	// anyone: a change that needs no operator's name off AWS (it changes
+	// no user or delivery); a name given is checked and logged.
+	anyone bool
 	// bind declares the command's flags on fs and returns its action.
 	bind func(fs *flag.FlagSet) action
 }
@@ -191,7 +194,7 @@ func (t *tool) parse(cmd *command, args []string) (invocation, error) {
 		inv.target.declare(fs)
 	}
 	if cmd.change {
-		inv.who.declare(fs)
+		inv.who.declare(fs, cmd.anyone)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -215,7 +218,7 @@ func (t *tool) parse(cmd *command, args []string) (invocation, error) {
 		return inv, err
 	}
 	if cmd.change && tg.kind != targetAWS {
-		if _, err := inv.who.local(t.getenv); err != nil {
+		if _, err := inv.who.local(t.getenv, cmd.anyone); err != nil {
 			return inv, err
 		}
 	}
@@ -299,7 +302,10 @@ func commandUsage(cmd *command, fs *flag.FlagSet) string {
 	if cmd.store {
 		b.WriteString(targetUsage)
 	}
-	if cmd.change {
+	switch {
+	case cmd.anyone:
+		b.WriteString(anyoneUsage)
+	case cmd.change:
 		b.WriteString(operatorUsage)
 	}
 	b.WriteString(exitUsageText)

@@ -229,14 +229,26 @@ func (s *session) changeUser(ctx context.Context, id string, version versionFlag
 		s.logChange(w, "user."+verb, id, field, before, after, next.Version)
 	}
 	v := viewUser(next)
+	label := printedField(field)
 	return s.emit(changed{Changed: did, User: v}, func(tw io.Writer) {
 		if did {
-			fmt.Fprintf(tw, "%s: %s %v -> %v (version %d -> %d)\n", id, field, show(before), show(after), read.Version, next.Version)
+			fmt.Fprintf(tw, "%s: %s %v -> %v (version %d -> %d)\n", id, label, show(before), show(after), read.Version, next.Version)
 		} else {
-			fmt.Fprintf(tw, "%s: %s already %v; nothing changed\n", id, field, show(after))
+			fmt.Fprintf(tw, "%s: %s already %v; nothing changed\n", id, label, show(after))
 		}
 		userRows(tw, v)
 	})
+}
+
+// printedField is how the printed line of a change names field: the
+// active flag is shown as the user's state (active or disabled), as the
+// table's "state" row shows it, so that the line does not read "active
+// active -> disabled". The change log keeps the field's own name.
+func printedField(field string) string {
+	if field == "active" {
+		return "state"
+	}
+	return field
 }
 
 func show(v any) string {

@@ -2,10 +2,14 @@
 // standalone on 127.0.0.1:8025, for people trying oncecall's delivery by
 // hand: the webhook contract at /tickets, Zendesk's ticket shape at
 // /api/v2/tickets, and the control API at /_helpdesk/ (capabilities,
-// faults, inspection, reset).
+// faults, inspection, reset), which 127.0.0.1:8026 (-control-addr) serves
+// alone too: a refuse fault closes 8025, and the control API stays
+// reachable there to watch or end it.
 //
 // Flags set the capabilities at start; the control API changes them while
-// it runs. Credentials come from the environment, never from flags (which
+// it runs. Without flags it behaves as the helpdesk `make run
+// DESTINATION=webhook` starts: it neither deduplicates by Idempotency-Key
+// nor answers lookups (-dedup-window 2h -lookup behaves as Zendesk does). Credentials come from the environment, never from flags (which
 // other users of the machine can read): HELPDESK_TOKEN is the webhook's
 // bearer token, HELPDESK_ZENDESK_CREDENTIALS the Zendesk front's
 // ("{email}/token:{api_token}" or an OAuth token, as DESTINATION_TOKEN).
@@ -43,8 +47,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("oncecall-helpdesk", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", helpdesk.DefaultAddr, "address to listen on")
-	window := fs.Duration("dedup-window", zendesk.DedupWindow*2, "how long an Idempotency-Key is remembered (0: never deduplicate)")
-	lookup := fs.Bool("lookup", true, "answer lookups by external id")
+	ctlAddr := fs.String("control-addr", "", "address that serves the control API alone, open during a refuse fault (default: the port after -addr's; \"none\" for none)")
+	// The defaults are those of the helpdesk `make run DESTINATION=webhook`
+	// starts: the strictest webhook, which neither deduplicates nor
+	// answers lookups. Zendesk does both: -dedup-window 2h -lookup.
+	window := fs.Duration("dedup-window", 0, "how long an Idempotency-Key is remembered (0: never deduplicate; Zendesk: 2h)")
+	lookup := fs.Bool("lookup", false, "answer lookups by external id (Zendesk does)")
 	lag := fs.Duration("settle-delay", 0, "how long a new ticket stays invisible to lookups")
 	quiet := fs.Bool("quiet", false, "do not log each request")
 	if err := fs.Parse(args); err != nil {
@@ -56,6 +64,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	o := helpdesk.Options{
 		Capabilities: delivery.Capabilities{DedupWindow: *window, Lookup: *lookup, SettleDelay: *lag},
 		Token:        getenv("HELPDESK_TOKEN"),
+		ControlAddr:  *ctlAddr,
+	}
+	switch *ctlAddr {
+	case "":
+		o.ControlAddr = helpdesk.ControlAddrFor(*addr)
+	case "none":
+		o.ControlAddr = ""
 	}
 	if v := getenv("HELPDESK_ZENDESK_CREDENTIALS"); v != "" {
 		c, err := zendesk.ParseCredentials(v)
@@ -73,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	log.Info("local helpdesk (in memory)", "webhook_url", s.WebhookURL(), "zendesk_url", s.URL(),
-		"control", s.URL()+helpdesk.ControlPath+"/", "dedup_window", o.Capabilities.DedupWindow.String(),
+		"control", s.URL()+helpdesk.ControlPath+"/", "control_during_refuse", s.ControlURL()+helpdesk.ControlPath+"/", "dedup_window", o.Capabilities.DedupWindow.String(),
 		"lookup", o.Capabilities.Lookup, "settle_delay", o.Capabilities.SettleDelay.String(),
 		"webhook_auth", o.Token != "", "zendesk_auth", o.ZendeskAPIToken != "" || o.ZendeskOAuthToken != "")
 	if started != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,7 +12,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/logtest"
 )
 
@@ -25,7 +29,7 @@ func TestServesUntilCanceled(t *testing.T) {
 	servers := make(chan *helpdesk.Server, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-dedup-window", "0", "-settle-delay", "2s"},
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-dedup-window", "0", "-lookup", "-settle-delay", "2s"},
 			env(map[string]string{"HELPDESK_TOKEN": "tok-SECRET", "HELPDESK_ZENDESK_CREDENTIALS": "a@example.com/token:zd-SECRET"}),
 			&logs, func(s *helpdesk.Server) { servers <- s })
 	}()
@@ -35,7 +39,12 @@ func TestServesUntilCanceled(t *testing.T) {
 	case err := <-done:
 		t.Fatal(err)
 	}
-	resp, err := http.Get(s.URL() + helpdesk.ControlPath + "/capabilities")
+	// The control API has an address of its own besides (the port after
+	// -addr's; any free one here), which a refuse fault leaves open.
+	if s.ControlURL() == s.URL() {
+		t.Errorf("no control address of its own: %s", s.ControlURL())
+	}
+	resp, err := http.Get(s.ControlURL() + helpdesk.ControlPath + "/capabilities")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +96,43 @@ func TestRefusesBadStarts(t *testing.T) {
 		} else if strings.Contains(err.Error()+out.String(), "SECRET") {
 			t.Errorf("run(%v) quoted the credentials: %v", c.args, err)
 		}
+	}
+}
+
+// TestDefaultsAreMakeRuns: started without flags, the helpdesk behaves as
+// the one `make run DESTINATION=webhook` starts, which declares the
+// webhook's capabilities from DESTINATION_DEDUP_WINDOW and
+// DESTINATION_LOOKUP left unset: it neither deduplicates nor answers
+// lookups, the strictest webhook.
+func TestDefaultsAreMakeRuns(t *testing.T) {
+	base := config.Defaults // as cmd/oncecall loads it
+	base.HookKey = localdb.DemoHookKey
+	local, err := config.Load(env(map[string]string{config.EnvDestination: config.DestinationWebhook, config.EnvDestinationURL: "http://" + helpdesk.DefaultAddr + helpdesk.WebhookPath}),
+		base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := delivery.Capabilities{DedupWindow: local.Delivery.DedupWindow, Lookup: local.Delivery.Lookup}
+	if want != (delivery.Capabilities{}) {
+		t.Fatalf("make run's webhook now declares %+v; the helpdesk's defaults must follow", want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	servers := make(chan *helpdesk.Server, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-control-addr", "none", "-quiet"}, env(nil), io.Discard, func(s *helpdesk.Server) { servers <- s })
+	}()
+	select {
+	case s := <-servers:
+		if got := s.Capabilities(); got != want {
+			t.Errorf("capabilities without flags = %+v, want make run's %+v", got, want)
+		}
+	case err := <-done:
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

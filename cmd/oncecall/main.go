@@ -58,7 +58,7 @@ const (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
 	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
-	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN)")
+	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN); its control API also has the next port to itself")
 	flag.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
 	flag.Parse()
 	if err := run(*addr, *dbAddr, *hdAddr); err != nil {
@@ -98,13 +98,13 @@ func run(addr, dbAddr, hdAddr string) error {
 	defer stop()
 	if hd != nil {
 		logger.Info("local helpdesk", "url", hd.URL(), "destination", cfg.Delivery.Destination, "destination_url", cfg.Delivery.URL,
-			"control", hd.URL()+helpdesk.ControlPath+"/")
+			"control", hd.URL()+helpdesk.ControlPath+"/", "control_during_refuse", hd.ControlURL()+helpdesk.ControlPath+"/")
 	}
 
 	if cfg.Endpoint == "" {
-		db, err := localdb.Start(dbAddr)
+		db, err := localStore(dbAddr)
 		if err != nil {
-			return fmt.Errorf("local store on %s: %w (is another make run still running? or set DYNAMODB_ENDPOINT to use another store)", dbAddr, err)
+			return err
 		}
 		defer func() { _ = db.Close() }()
 		cfg.Endpoint = db.URL
@@ -167,7 +167,7 @@ func run(addr, dbAddr, hdAddr string) error {
 	// for ":0" (tests and the stress run ask for any free port).
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return err
+		return startError("the callback", addr, "-addr", "", err)
 	}
 	serving := "http://" + ln.Addr().String()
 	api := httpapi.New(h, cfg.PublicURL)
@@ -209,13 +209,46 @@ func localHelpdesk(addr string, d *config.Delivery) (*helpdesk.Server, error) {
 	if d.Destination == config.DestinationWebhook {
 		caps = delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup}
 	}
-	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps})
+	// The control API also has the next port to itself, where it stays
+	// reachable while a refuse fault closes addr.
+	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps, ControlAddr: helpdesk.ControlAddrFor(addr)})
 	if err != nil {
-		return nil, fmt.Errorf("local helpdesk on %s: %w (is another make run still running? or set DESTINATION_URL to deliver elsewhere)", addr, err)
+		return nil, startError("the local helpdesk", addr, "-helpdesk-addr", config.EnvDestinationURL+" to deliver to another helpdesk", err)
 	}
 	d.URL = hd.URL()
 	if d.Destination == config.DestinationWebhook {
 		d.URL = hd.WebhookURL()
 	}
 	return hd, nil
+}
+
+// localStore starts the local store on addr.
+func localStore(addr string) (*localdb.Server, error) {
+	db, err := localdb.Start(addr)
+	if err != nil {
+		return nil, startError("the local store", addr, "-db-addr", config.EnvEndpoint+" to use another store", err)
+	}
+	return db, nil
+}
+
+// startError says why what could not listen on addr. An address in use is
+// most often an earlier `make run` still running: the error says so, and
+// names flag, which moves what to another address, and the setting other
+// (when not "") that does without it.
+func startError(what, addr, flag, other string, err error) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s on %s: %w", what, addr, err)
+	}
+	// The address that is taken may be another of what's (the local
+	// helpdesk's control address, the port after its own).
+	var op *net.OpError
+	if errors.As(err, &op) && op.Addr != nil {
+		addr = op.Addr.String()
+	}
+	msg := fmt.Sprintf("%s cannot listen on %s: the address is already in use, most likely by an earlier server (make run) still running: stop it (Ctrl-C where it runs), or move this one with %s HOST:PORT (go run ./cmd/oncecall %s 127.0.0.1:0 picks a free port)",
+		what, addr, flag, flag)
+	if other != "" {
+		msg += ", or set " + other
+	}
+	return errors.New(msg)
 }

@@ -752,3 +752,58 @@ func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateRetentionIsTheCodes: the Retention parameter accepts a value
+// only if the function starts with it (config.Load: 1m to 8760h), so that
+// CloudFormation refuses at deploy what would stop every cold start; and
+// every value in those bounds written as the parameter promises (a whole
+// number of minutes or hours, no leading zero) deploys.
+func TestTemplateRetentionIsTheCodes(t *testing.T) {
+	p := readTemplate(t)["Parameters"].(map[string]any)["Retention"].(map[string]any)
+	nums := []int{0, 1, 2, 9, 10, 30, 59, 60, 61, 90, 99, 100, 999, 1000, 7999, 8000, 8699, 8700, 8759, 8760, 8761, 9000, 9999,
+		10000, 99999, 100000, 499999, 500000, 519999, 520000, 524999, 525000, 525599, 525600, 525601, 526000, 600000, 1000000}
+	var candidates []string
+	for _, n := range nums {
+		for _, u := range []string{"", "ms", "s", "m", "h"} {
+			candidates = append(candidates, strconv.Itoa(n)+u)
+		}
+	}
+	candidates = append(candidates, "", "1h30m", "1.5h", "01m", "00h", "08760h", "-1h", "+1h", "1H", "24h0m0s", "31536000s", "365d", " 1h", "1h ")
+	codeAccepts := func(v string) bool {
+		env := map[string]string{config.EnvTable: "oncecall-Table-ABC", config.EnvHookKeySecret: existingSecret, config.EnvRetention: v}
+		_, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames())
+		return err == nil
+	}
+	promised := func(v string) bool {
+		for _, u := range []string{"m", "h"} {
+			if n, ok := strings.CutSuffix(v, u); ok && n != "" && n[0] != '0' && strings.Trim(n, "0123456789") == "" {
+				return true
+			}
+		}
+		return false
+	}
+	accepted := 0
+	for _, v := range candidates {
+		template, code := samtest.CheckParameter(p, v) == nil, codeAccepts(v)
+		switch {
+		case template && !code:
+			t.Errorf("Retention=%q deploys, but the function refuses it at every cold start", v)
+		case !template && code && promised(v):
+			t.Errorf("Retention=%q is refused at deploy, but the function accepts it and the parameter promises it", v)
+		case template:
+			accepted++
+		}
+	}
+	for _, v := range []string{"1m", "59m", "60m", "90m", "24h", "525600m", "8760h"} {
+		if err := samtest.CheckParameter(p, v); err != nil || !codeAccepts(v) {
+			t.Errorf("Retention=%q: template %v, code %v", v, err, codeAccepts(v))
+		}
+	}
+	if d := p["Default"]; samtest.CheckParameter(p, scalar(d)) != nil || !codeAccepts(scalar(d)) {
+		t.Errorf("the default %v is refused", d)
+	}
+	if min, max := config.MinRetention, config.MaxRetention; min != time.Minute || max != 8760*time.Hour {
+		t.Errorf("config's bounds are %s to %s: update the Retention pattern and its ConstraintDescription", min, max)
+	}
+	t.Logf("%d of %d candidates deploy", accepted, len(candidates))
+}

@@ -978,8 +978,25 @@ func TestSAMLocalEnv(t *testing.T) {
 		}
 	}
 	maps.Copy(env, vars)
-	if _, err := config.Load(func(k string) string { return env[k] }, config.Worker, app.FunctionNames()); err != nil {
-		t.Errorf("the local overrides do not start the worker: %v", err)
+	c, err := config.Load(func(k string) string { return env[k] }, config.Worker, app.FunctionNames())
+	if err != nil {
+		t.Fatalf("the local overrides do not start the worker: %v", err)
+	}
+	// The cold start builds the destination from it (app.Worker): the
+	// helpdesk on the host, which the container reaches as
+	// host.docker.internal over plain http.
+	if _, err := app.Destination(c.Delivery); err != nil {
+		t.Errorf("the local overrides' destination %s is refused at cold start: %v", c.Delivery.URL, err)
+	}
+	// The same URL is refused wherever the store is not local: plain
+	// http to host.docker.internal is for sam local invoke only.
+	for _, endpoint := range []string{"", "https://dynamodb.eu-west-1.amazonaws.com", "http://db.example.com:8000"} {
+		e := maps.Clone(env)
+		e[config.EnvEndpoint] = endpoint
+		_, err := config.Load(func(k string) string { return e[k] }, config.Worker, app.FunctionNames())
+		if err == nil || !strings.Contains(err.Error(), config.EnvDestinationURL+": plain http") {
+			t.Errorf("%s=%q with %s=%s: %v, want it refused", config.EnvEndpoint, endpoint, config.EnvDestinationURL, vars[config.EnvDestinationURL], err)
+		}
 	}
 }
 

@@ -35,6 +35,7 @@ func Destination(d config.Delivery) (delivery.Destination, error) {
 			Token:        token,
 			Capabilities: delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup, SettleDelay: d.SettleDelay},
 			Timeout:      d.Timeout,
+			AllowHTTP:    d.AllowHTTP,
 		})
 	case config.DestinationZendesk:
 		var creds zendesk.Credentials
@@ -45,7 +46,7 @@ func Destination(d config.Delivery) (delivery.Destination, error) {
 			}
 		}
 		return zendesk.New(d.URL, zendesk.Options{
-			Credentials: creds, Timeout: d.Timeout, SettleDelay: d.SettleDelay,
+			Credentials: creds, Timeout: d.Timeout, SettleDelay: d.SettleDelay, AllowHTTP: d.AllowHTTP,
 			TenantField: d.ZendeskTenantField, RequesterField: d.ZendeskRequesterField, RequesterID: d.ZendeskRequesterID,
 		})
 	}

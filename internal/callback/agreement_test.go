@@ -1,6 +1,6 @@
 package callback_test
 
-// The listing and the validator cannot disagree (issue 11 §3): instances
+// The listing and the validator cannot disagree: instances
 // generated from each function's JSON Schema as GET /functions publishes
 // it, at every boundary of its keywords, are judged by a JSON Schema
 // validator (santhosh-tekuri/jsonschema, under draft 2020-12 and draft-07,

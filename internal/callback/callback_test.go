@@ -46,7 +46,7 @@ func TestCreateThenDeduplicate(t *testing.T) {
 
 // TestKeyOrderDoesNotMatterButValuesDo: neither the order of members nor
 // the order of tags (a set) changes the operation; a changed value does.
-// (Before issue 8, tags in another order were a new operation.)
+// (Tags are a set: their order is normalized away before the key is made.)
 func TestKeyOrderDoesNotMatterButValuesDo(t *testing.T) {
 	r := newRig(t)
 	a := r.call(create("user-a", "r-1", `{"title":"Printer jam","priority":"high","tags":["hw","floor-2"]}`))

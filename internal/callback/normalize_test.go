@@ -1,6 +1,6 @@
 package callback_test
 
-// Same meaning, same operation (issue 8): pairs of calls over HTTP against
+// Same meaning, same operation: pairs of calls over HTTP against
 // the embedded store, for each function, that must be one operation and
 // pairs that must not; and the published listing checked against the
 // normalization it must agree with.

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +73,10 @@ type Delivery struct {
 	Inline time.Duration
 	// SweepInterval is how often a local run's worker sweeps.
 	SweepInterval time.Duration
+	// AllowHTTP accepts plain http to URL's host though it is not
+	// loopback: Load sets it only for DockerHost in a local run (Local),
+	// the helpdesk on the host as a `sam local invoke` container sees it.
+	AllowHTTP bool
 	// Zendesk custom field ids for the tenant and the requester, and the
 	// Zendesk user made the requester; zero for none.
 	ZendeskTenantField, ZendeskRequesterField, ZendeskRequesterID int64
@@ -113,6 +119,9 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 			bad(EnvDestinationURL, "must be an https:// URL")
 		}
 		d.URL = v
+		if strings.HasPrefix(v, "http://") {
+			d.AllowHTTP = plainHTTP(v, c.Local, bad)
+		}
 	}
 	if d.Destination == DestinationZendesk {
 		loadZendesk(getenv, d, bad)
@@ -197,6 +206,37 @@ func loadZendesk(getenv func(string) string, d *Delivery, bad func(name, format 
 			*into = n
 		}
 	}
+}
+
+// DockerHost is this machine as a container of `sam local invoke` sees it.
+const DockerHost = "host.docker.internal"
+
+// plainHTTP checks a plain http DESTINATION_URL: accepted to a loopback
+// host, and to DockerHost in a local run (local: DYNAMODB_ENDPOINT is a
+// local store, or the local server), which is what it returns; refused
+// otherwise, as the adapters would refuse it at start-up. The error never
+// quotes the URL, which may carry a token.
+func plainHTTP(raw string, local bool, bad func(name, format string, args ...any)) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		bad(EnvDestinationURL, "is not a URL")
+		return false
+	}
+	host := u.Hostname()
+	switch {
+	case host == "localhost", isLoopbackIP(host):
+		return false // the adapters accept loopback themselves
+	case host == DockerHost && local:
+		return true
+	}
+	bad(EnvDestinationURL, "plain http is accepted only to a loopback host, or to %s when %s is a local store (sam local invoke); use https",
+		DockerHost, EnvEndpoint)
+	return false
+}
+
+func isLoopbackIP(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // duration reads the duration variable name within [lo, hi]; def when unset.

@@ -123,3 +123,80 @@ func TestWorkerNeedsADestinationAndNoHookKey(t *testing.T) {
 		t.Fatalf("worker: %+v, %v", c.Delivery, err)
 	}
 }
+
+// TestPlainHTTPDestination: plain http goes to a loopback host anywhere,
+// to host.docker.internal only in a local run (DYNAMODB_ENDPOINT a local
+// store, as sam local invoke's events/deliver/sam-env.json sets it), and
+// nowhere else; the refusal never quotes the URL.
+func TestPlainHTTPDestination(t *testing.T) {
+	for _, c := range []struct {
+		url, endpoint string
+		ok, allow     bool
+	}{
+		{"http://127.0.0.1:8025/tickets", "", true, false},
+		{"http://localhost:8025/tickets", "", true, false},
+		{"http://[::1]:8025/tickets", "", true, false},
+		{"http://host.docker.internal:8025/tickets", "http://host.docker.internal:8000", true, true},
+		{"http://host.docker.internal:8025/tickets", "http://127.0.0.1:8000", true, true},
+		{"http://host.docker.internal:8025/tickets", "http://localhost:8000", true, true},
+		{"http://host.docker.internal:8025/tickets", "", false, false},
+		{"http://host.docker.internal:8025/tickets", "https://dynamodb.eu-west-1.amazonaws.com", false, false},
+		{"http://helpdesk.example.com/tickets?token=SECRET", "http://host.docker.internal:8000", false, false},
+		{"http://10.0.0.5/tickets", "http://127.0.0.1:8000", false, false},
+		{"https://host.docker.internal:8025/tickets", "", true, false},
+	} {
+		e := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1",
+			config.EnvDestination: "webhook", config.EnvDestinationURL: c.url, config.EnvEndpoint: c.endpoint}
+		got, err := config.Load(env(e), config.Worker, nil)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s with %s=%q: %v", c.url, config.EnvEndpoint, c.endpoint, err)
+		case c.ok && got.Delivery.AllowHTTP != c.allow:
+			t.Errorf("%s with %s=%q: AllowHTTP %v, want %v", c.url, config.EnvEndpoint, c.endpoint, got.Delivery.AllowHTTP, c.allow)
+		case !c.ok && (err == nil || !strings.Contains(err.Error(), "DESTINATION_URL: plain http is accepted only to a loopback host, or to host.docker.internal when DYNAMODB_ENDPOINT is a local store")):
+			t.Errorf("%s with %s=%q: %v, want it refused", c.url, config.EnvEndpoint, c.endpoint, err)
+		case err != nil && strings.Contains(err.Error(), "SECRET"):
+			t.Errorf("the refusal quotes the URL: %v", err)
+		}
+	}
+}
+
+// TestDeliverySettingsNeedADestination pins which variables are refused
+// without DESTINATION: exactly these fifteen (there is no prefix rule: a
+// name config does not read, such as DESTINATION_FOO, is ignored), each
+// named in the refusal, on the callback and in a local run alike. The
+// worker refuses to start without DESTINATION whatever else is set.
+func TestDeliverySettingsNeedADestination(t *testing.T) {
+	refused := []string{
+		"DESTINATION_URL", "DESTINATION_TOKEN", "DESTINATION_SECRET_ARN", "DESTINATION_DEDUP_WINDOW", "DESTINATION_LOOKUP",
+		"DESTINATION_SETTLE_DELAY", "DESTINATION_TIMEOUT", "DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE",
+		"DELIVERY_INLINE_TIMEOUT", "DELIVERY_SWEEP_INTERVAL",
+		"ZENDESK_SUBDOMAIN", "ZENDESK_TENANT_FIELD", "ZENDESK_REQUESTER_FIELD", "ZENDESK_REQUESTER_ID",
+	}
+	local := map[string]string{config.EnvHookKey: "local-demo-hook-key-0123456789"}
+	for _, name := range refused {
+		for base, e := range map[string]map[string]string{"lambda": lambdaEnv(), "local": local} {
+			e[name] = "1"
+			b := config.Lambda
+			if base == "local" {
+				b = config.Defaults
+			}
+			_, err := config.Load(env(e), b, functions)
+			if want := name + ": is set but DESTINATION is not"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s=1 without DESTINATION (%s): %v, want %q", name, base, err, want)
+			}
+			delete(e, name)
+		}
+	}
+	for _, name := range []string{"DESTINATION_FOO", "DESTINATION_URLS", "ZENDESK_EMAIL", "ZENDESK_TOKEN", "DELIVERY_FOO", "HELPDESK_TOKEN"} {
+		e := lambdaEnv()
+		e[name] = "1"
+		if _, err := config.Load(env(e), config.Lambda, functions); err != nil {
+			t.Errorf("%s (not read) without DESTINATION: %v", name, err)
+		}
+	}
+	e := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1"}
+	if _, err := config.Load(env(e), config.Worker, nil); err == nil || !strings.Contains(err.Error(), "DESTINATION: is required by the delivery worker") {
+		t.Errorf("the worker without DESTINATION: %v", err)
+	}
+}

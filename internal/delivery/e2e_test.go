@@ -19,7 +19,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
-// The evidence of issue 9: for each capability and each fault of the
+// The evidence that delivery makes one ticket: for each capability and each fault of the
 // destination, delivered over HTTP by the real adapters to the local
 // helpdesk from a ticket in the embedded store, the helpdesk ends with
 // exactly one ticket where it deduplicates or can be looked up, never more

@@ -19,7 +19,8 @@ import (
 // writer has made its final read, which finds the closed body, fails with
 // io.EOF and tears the connection down while the response body is still
 // being read ("use of closed network connection" on a 200 answer; see
-// aws/aws-sdk-go-v2 issues 1825 and 2737). For a TransactWriteItems that
+// https://github.com/aws/aws-sdk-go-v2/issues/1825 and
+// https://github.com/aws/aws-sdk-go-v2/issues/2737). For a TransactWriteItems that
 // committed, that turns success into an error and a retry. A body in
 // memory is written with the headers in one piece and outlives the SDK's.
 type ownBody struct{ next aws.HTTPClient }

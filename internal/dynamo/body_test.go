@@ -171,7 +171,7 @@ func TestAnswerOutlivesTheSDKClosingTheRequestBody(t *testing.T) {
 
 // TestBareSDKRaceObservation runs the rig above without the body copy that
 // Options installs and reports, without failing, whether the upstream race
-// (aws/aws-sdk-go-v2 issues 1825 and 2737: the SDK's early close makes
+// (https://github.com/aws/aws-sdk-go-v2/issues/1825 and /2737: the SDK's early close makes
 // net/http tear the connection down under the answer) is still there. The
 // guarantee is TestAnswerOutlivesTheSDKClosingTheRequestBody; this is the
 // line that says when ownBody has become unnecessary. It fails only when

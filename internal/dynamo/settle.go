@@ -15,7 +15,7 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 )
 
-// SettleAs is what an operator decides a delivery is (issue 10): one of
+// SettleAs is what an operator decides a delivery is: one of
 // SettleDelivered, SettleNotCreated and SettleAbandoned.
 type SettleAs string
 

@@ -1,6 +1,9 @@
-// Package protocol is the AIVAX Protocol Function contract as oncecall
-// serves it: the callback body it accepts, the limits it enforces while
-// reading it, and the JSON answers it returns.
+// Package protocol is the contract every door of oncecall shares with its
+// callers: the AIVAX Protocol Function callback body (Decode, with the
+// limits it enforces while reading it), the names and rules the doors
+// agree on (NonceHeader, the request id rule of CheckRequestID), and the
+// answers (Answer: the status values, refusal codes and JSON bodies that
+// the HTTP callback, API Gateway and the MCP door's tools/call all return).
 //
 // Decode reads a callback body strictly. Problems with the envelope, which
 // only the application or AIVAX can fix, are reported as *Problem values with

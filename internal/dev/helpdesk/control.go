@@ -35,13 +35,17 @@ func capsJSON(c delivery.Capabilities) capabilitiesJSON {
 //	PUT    /_helpdesk/capabilities     change them (members left out stay)
 //	GET    /_helpdesk/faults           faults still queued
 //	POST   /_helpdesk/faults           queue a fault (refuse: at once)
-//	DELETE /_helpdesk/faults           drop every queued fault
-//	POST   /_helpdesk/reset            forget tickets, keys, counts and faults
+//	DELETE /_helpdesk/faults           drop every queued fault, end a refusal
+//	POST   /_helpdesk/reset            forget tickets, keys, counts and faults;
+//	                                   end a refusal; capabilities as at start
+//
+// It is served on the main address and, with Options.ControlAddr, on that
+// address alone too, which a refuse fault leaves open.
 func (s *Server) controlRoutes(mux *http.ServeMux) {
 	p := ControlPath
 	mux.HandleFunc("GET "+p+"/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
-			"webhook_url": s.WebhookURL(), "zendesk_url": s.URL(),
+			"webhook_url": s.WebhookURL(), "zendesk_url": s.URL(), "control_url": s.ControlURL(), "refusing": s.Refusing(),
 			"control": []string{
 				"GET " + p + "/tickets", "GET " + p + "/counts", "GET " + p + "/keys",
 				"GET|PUT " + p + "/capabilities", "GET|POST|DELETE " + p + "/faults", "POST " + p + "/reset",

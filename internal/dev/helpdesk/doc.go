@@ -9,7 +9,8 @@
 // for the next requests of a kind (create or lookup): the answer lost after
 // creating, a 5xx (or any status) before or after creating, 429 with
 // Retry-After, an answer slower than the client waits, a connection reset,
-// connection refused (nothing listens for a while), and a lookup that
+// connection refused (nothing listens on the main address for a while; the
+// control API stays reachable on an address of its own), and a lookup that
 // ignores its ?external_id= filter and lists every ticket. Everything is
 // reachable from Go (Server's methods) and over HTTP under /_helpdesk/ for
 // people using curl, and the server can be inspected: every ticket with its

@@ -40,9 +40,10 @@ const (
 	// ResetBefore resets the connection (TCP RST) without creating.
 	ResetBefore FaultKind = "reset_before"
 	// Refuse closes the listener so that connections are refused, for For
-	// (default DefaultRefuseFor), then listens again. It takes effect at
-	// once and is not counted per request: a refused connection carries no
-	// request to count.
+	// (default DefaultRefuseFor), then listens again; ClearFaults and Reset
+	// end it early. It takes effect at once and is not counted per request:
+	// a refused connection carries no request to count. The control API
+	// stays reachable on Options.ControlAddr meanwhile.
 	Refuse FaultKind = "refuse"
 	// IgnoreFilter, on a lookup, lists every ticket lookups may see,
 	// whatever ?external_id= asks for, as a helpdesk or proxy that drops
@@ -212,11 +213,12 @@ func (s *Server) Faults() []Fault {
 	return append([]Fault{}, s.queue...)
 }
 
-// ClearFaults drops every queued fault.
+// ClearFaults drops every queued fault and ends a refusal under way.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	s.queue = nil
 	s.mu.Unlock()
+	s.endRefusal()
 }
 
 // RandomFaults makes a share of create requests misbehave without being

@@ -7,14 +7,20 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/delivery"
 )
 
-// DefaultAddr is where cmd/oncecall-helpdesk serves.
-const DefaultAddr = "127.0.0.1:8025"
+// DefaultAddr is where cmd/oncecall-helpdesk serves; DefaultControlAddr
+// is where it serves the control API alone besides (Options.ControlAddr),
+// which a refuse fault leaves open.
+const (
+	DefaultAddr        = "127.0.0.1:8025"
+	DefaultControlAddr = "127.0.0.1:8026"
+)
 
 // Server limits.
 const (
@@ -68,6 +74,11 @@ type Options struct {
 	// Log, when set, receives one line per request: front, operation,
 	// status and fault. Never a body or a credential.
 	Log *slog.Logger
+	// ControlAddr, when set, is a second address serving the control API
+	// alone. The main address serves it too, but a refuse fault closes
+	// the main address; this one stays open, so that a refusal can be
+	// watched and ended (DELETE faults, POST reset) while it lasts.
+	ControlAddr string
 }
 
 // Server is a running local helpdesk. It is safe for concurrent use.
@@ -82,10 +93,15 @@ type Server struct {
 	queue []Fault
 	rnd   *rand.Rand // draws Options.Random's faults; nil without them
 
+	control *http.Server // on Options.ControlAddr; nil without one
+	ctlAddr string
+
 	lnMu     sync.Mutex
 	ln       net.Listener
 	closed   bool
 	refusing bool
+	// unrefuse ends the refusal under way early (ClearFaults, Reset).
+	unrefuse chan struct{}
 	closing  chan struct{}
 	serving  sync.WaitGroup // Serve loops and listener reopeners
 	handlers sync.WaitGroup // requests being handled; Add only under lnMu while open
@@ -114,6 +130,13 @@ func Start(addr string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ctl net.Listener
+	if opts.ControlAddr != "" {
+		if ctl, err = net.Listen("tcp", opts.ControlAddr); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("helpdesk: control API: %w", err)
+		}
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -124,10 +147,48 @@ func Start(addr string, opts Options) (*Server, error) {
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 	}
+	if ctl != nil {
+		mux := http.NewServeMux()
+		s.controlRoutes(mux)
+		s.control = &http.Server{Handler: mux, ReadHeaderTimeout: ReadHeaderTimeout, MaxHeaderBytes: MaxHeaderBytes}
+		s.ctlAddr = ctl.Addr().String()
+		s.serving.Add(1)
+		go func() {
+			defer s.serving.Done()
+			if err := s.control.Serve(ctl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logf("serve", "error", err.Error())
+			}
+		}()
+	}
 	s.lnMu.Lock()
 	s.serve(ln)
 	s.lnMu.Unlock()
 	return s, nil
+}
+
+// ControlAddrFor is the control address that goes with main: the next
+// port on the same host (DefaultControlAddr for DefaultAddr), or any free
+// port when main asks for any ("127.0.0.1:0").
+func ControlAddrFor(main string) string {
+	host, port, err := net.SplitHostPort(main)
+	if err != nil {
+		return ""
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n <= 0 || n >= 65535 {
+		return net.JoinHostPort(host, "0")
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1))
+}
+
+// ControlURL is the base URL of the listener that serves the control API
+// alone (Options.ControlAddr), open during a refuse fault; URL without
+// one.
+func (s *Server) ControlURL() string {
+	if s.control == nil {
+		return s.URL()
+	}
+	return "http://" + s.ctlAddr
 }
 
 // URL is the server's base URL, http://host:port: the Zendesk shape's base
@@ -152,6 +213,9 @@ func (s *Server) Close() error {
 	s.closed = true
 	s.lnMu.Unlock()
 	err := s.http.Close() // listener and connections first: a slow answer is never sent
+	if s.control != nil {
+		_ = s.control.Close()
+	}
 	close(s.closing)
 	s.serving.Wait()
 	s.handlers.Wait()
@@ -189,6 +253,8 @@ func (s *Server) refuse(d time.Duration) error {
 	s.refusing = true
 	s.http.SetKeepAlivesEnabled(false) // closes idle connections too
 	_ = s.ln.Close()
+	unrefuse := make(chan struct{})
+	s.unrefuse = unrefuse
 	s.serving.Add(1)
 	go func() {
 		defer s.serving.Done()
@@ -196,6 +262,7 @@ func (s *Server) refuse(d time.Duration) error {
 		defer t.Stop()
 		select {
 		case <-t.C:
+		case <-unrefuse:
 		case <-s.closing:
 			return
 		}
@@ -225,9 +292,29 @@ func (s *Server) reopen() bool {
 		return false
 	}
 	s.refusing = false
+	s.unrefuse = nil
 	s.http.SetKeepAlivesEnabled(true)
 	s.serve(ln)
 	return true
+}
+
+// endRefusal ends a refusal under way: the main address listens again
+// at once (or as soon as it is free).
+func (s *Server) endRefusal() {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if s.unrefuse != nil {
+		close(s.unrefuse)
+		s.unrefuse = nil
+	}
+}
+
+// Refusing reports whether a refuse fault is keeping the main address
+// closed.
+func (s *Server) Refusing() bool {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	return s.refusing
 }
 
 // enter registers a request being handled; false when the server is

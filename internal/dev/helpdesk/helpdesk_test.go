@@ -540,3 +540,82 @@ func TestStartRefusesABadStart(t *testing.T) {
 		t.Error("a taken address was accepted")
 	}
 }
+
+// TestControlDuringARefusal: a refuse fault closes the main address, and
+// the control API stays reachable on its own address meanwhile: it says
+// the helpdesk is refusing, DELETE faults ends the refusal early, and so
+// does POST reset, which also drops queued faults and puts the
+// capabilities back to those the helpdesk started with.
+func TestControlDuringARefusal(t *testing.T) {
+	started := delivery.Capabilities{Lookup: true}
+	s := start(t, helpdesk.Options{Capabilities: started, ControlAddr: "127.0.0.1:0"})
+	c := client(5 * time.Second)
+	main, ctl := s.URL()+helpdesk.ControlPath, s.ControlURL()+helpdesk.ControlPath
+	if s.ControlURL() == s.URL() {
+		t.Fatalf("no control address of its own: %s", s.ControlURL())
+	}
+	// The control API answers on both addresses; the tickets only on the main one.
+	if r := do(t, c, "GET", ctl+"/", ""); r.status != 200 || r.body["control_url"] != s.ControlURL() || r.body["refusing"] != false {
+		t.Fatalf("control index = %d %s", r.status, r.raw)
+	}
+	if r := do(t, c, "POST", s.ControlURL()+helpdesk.WebhookPath, webhookBody("x-1", "T")); r.status != 404 {
+		t.Fatalf("a create on the control address = %d", r.status)
+	}
+	refused := func(what string) {
+		t.Helper()
+		if _, err := net.Dial("tcp", s.Addr()); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("%s: dial the main address: %v, want refused", what, err)
+		}
+	}
+	listening := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			r, err := try(t, c, "GET", main+"/counts", "")
+			if err == nil && r.status == 200 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the main address does not listen again: %v", what, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Refused as documented, through the main address; ended by DELETE.
+	if r := do(t, c, "POST", main+"/faults", `{"kind":"refuse","for":"1m"}`); r.status != 200 {
+		t.Fatalf("refuse = %d %s", r.status, r.raw)
+	}
+	refused("after refuse")
+	if r := do(t, c, "GET", ctl+"/", ""); r.status != 200 || r.body["refusing"] != true {
+		t.Fatalf("control index while refusing = %d %s", r.status, r.raw)
+	}
+	if r := do(t, c, "DELETE", ctl+"/faults", ""); r.status != 200 {
+		t.Fatalf("delete faults while refusing = %d %s", r.status, r.raw)
+	}
+	listening("after DELETE faults")
+
+	// Changed capabilities, a ticket, a queued fault and a refusal: reset
+	// forgets them all.
+	if r := do(t, c, "PUT", main+"/capabilities", `{"dedup_window":"2h","lookup":false,"settle_delay":"5s"}`); r.status != 200 {
+		t.Fatalf("put capabilities = %d", r.status)
+	}
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-1", "T"), "Idempotency-Key", "k1"); r.status != 201 {
+		t.Fatalf("create = %d", r.status)
+	}
+	do(t, c, "POST", main+"/faults", `{"kind":"fail_before","count":3}`)
+	do(t, c, "POST", main+"/faults", `{"kind":"refuse","for":"1m"}`)
+	refused("after the second refuse")
+	if r := do(t, c, "POST", ctl+"/reset", ""); r.status != 200 {
+		t.Fatalf("reset while refusing = %d %s", r.status, r.raw)
+	}
+	listening("after reset")
+	if got := s.Capabilities(); got != started {
+		t.Errorf("capabilities after reset = %+v, want those at start %+v", got, started)
+	}
+	if len(s.Faults()) != 0 || len(s.Tickets()) != 0 || s.Counts() != (helpdesk.Counts{}) || s.Refusing() {
+		t.Errorf("after reset: faults %v, %d tickets, counts %+v, refusing %v", s.Faults(), len(s.Tickets()), s.Counts(), s.Refusing())
+	}
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-2", "T"), "Idempotency-Key", "k2"); r.status != 201 {
+		t.Errorf("create after reset = %d: a queued fault survived", r.status)
+	}
+}

@@ -137,15 +137,19 @@ func (s *Server) Counts() Counts {
 	return s.st.counts
 }
 
-// Reset forgets every ticket, key and count and drops queued faults. The
-// capabilities stay; ticket ids keep increasing, so an id is never reused.
+// Reset forgets every ticket, key and count, drops queued faults, ends a
+// refusal under way and puts the capabilities back to those the server
+// started with (Options.Capabilities). Ticket ids keep increasing, so an id
+// is never reused.
 func (s *Server) Reset() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	last := s.st.lastID
 	s.st.reset()
 	s.st.lastID = last
 	s.queue = nil
+	s.caps = s.opts.Capabilities
+	s.mu.Unlock()
+	s.endRefusal()
 }
 
 // view copies t for a caller. The caller holds mu.
