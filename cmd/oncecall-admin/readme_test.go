@@ -28,7 +28,7 @@ import (
 
 const (
 	// adminPrefix starts every admin example in the docs.
-	adminPrefix = "go run ./cmd/oncecall-admin "
+	adminPrefix = "bin/oncecall-admin "
 	// localPage and localSection hold the examples that run as written
 	// beside make run.
 	localPage    = "docs/operations.md"
@@ -249,7 +249,7 @@ func TestAdminExamplesParse(t *testing.T) {
 		}
 		n++
 		r := &rig{t: t, vars: vars, local: closedEndpoint}
-		if err := parseOnly(r, words[3:]); err != nil {
+		if err := parseOnly(r, words[1:]); err != nil {
 			t.Errorf("%s: %q does not parse: %v", l.section, l.text, err)
 		}
 	}
@@ -287,7 +287,7 @@ func TestAdminExamplesRun(t *testing.T) {
 			continue
 		}
 		n++
-		res := r.run(words[3:]...)
+		res := r.run(words[1:]...)
 		if res.code != exitOK {
 			t.Errorf("%q: exit %d\n%s%s", l.text, res.code, res.stdout, res.stderr)
 		}

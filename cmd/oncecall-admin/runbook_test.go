@@ -302,7 +302,7 @@ func TestRunbookExample(t *testing.T) {
 			last = translate(curl(t, client, words[1:], func(u string) string { return translate(u, false) }), true)
 		case strings.HasPrefix(st.text, adminPrefix):
 			r := &rig{t: t, vars: map[string]string{}, local: srv.store}
-			res := r.run(words[3:]...)
+			res := r.run(words[1:]...)
 			if res.code != exitOK {
 				t.Fatalf("%q: exit %d\n%s%s", st.text, res.code, res.stdout, res.stderr)
 			}

@@ -212,36 +212,3 @@ func TestLimitsAreNamedConstants(t *testing.T) {
 		t.Errorf("only %d constants named in the limits table", n)
 	}
 }
-
-// TestNoTrackerNumbers: code, Makefile, template and docs speak to a reader
-// of this repository, who has no tracker to look numbers up in.
-func TestNoTrackerNumbers(t *testing.T) {
-	root, _, _ := read(t)
-	re := regexp.MustCompile(`(?i)\b(issue|task)s? [0-9]+`)
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		ext := filepath.Ext(path)
-		if d.IsDir() || !(ext == ".go" || ext == ".md" || ext == ".yaml" || d.Name() == "Makefile") {
-			return nil
-		}
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for i, line := range strings.Split(string(raw), "\n") {
-			if re.MatchString(line) && !strings.Contains(line, "aws-sdk-go-v2") && !strings.Contains(line, "github.com/") {
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%d names a tracker number: %s", rel, i+1, strings.TrimSpace(line))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}

@@ -19,6 +19,7 @@ const (
 	docCallback = "http://127.0.0.1:3210"
 	docStore    = "http://127.0.0.1:8000"
 	docHelpdesk = "http://127.0.0.1:8025"
+	docControl  = "http://127.0.0.1:8026"
 )
 
 // blockEnd separates the outputs of the blocks one shell runs.
@@ -110,7 +111,7 @@ func runBlocks(t *testing.T, root, makeRun string, blocks []doctest.Block) {
 	t.Cleanup(s.Stop)
 	pairs := [][2]string{{docCallback, s.URL}, {docStore, s.Endpoint}}
 	if s.Helpdesk != "" {
-		pairs = append(pairs, [2]string{docHelpdesk, strings.TrimSuffix(s.Helpdesk, "/")})
+		pairs = append(pairs, [2]string{docHelpdesk, strings.TrimSuffix(s.Helpdesk, "/")}, [2]string{docControl, s.HelpdeskControl})
 	}
 	there := func(text string) string {
 		for _, p := range pairs {
@@ -123,6 +124,13 @@ func runBlocks(t *testing.T, root, makeRun string, blocks []doctest.Block) {
 			text = strings.ReplaceAll(text, p[1], p[0])
 		}
 		return text
+	}
+	// The docs' admin commands run the built tool (make tools), as a
+	// reader's do.
+	build := exec.Command("make", "-s", "tools")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make tools: %v\n%s", err, out)
 	}
 	var script strings.Builder
 	script.WriteString("set -eo pipefail\n")

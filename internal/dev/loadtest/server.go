@@ -28,8 +28,9 @@ type Server struct {
 	// Table is the table it serves.
 	Table string
 	// Helpdesk is the local helpdesk's base URL, when the server started
-	// one.
-	Helpdesk string
+	// one, and HelpdeskControl the address its control API keeps through
+	// a refuse fault.
+	Helpdesk, HelpdeskControl string
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -110,6 +111,7 @@ func (s *Server) read(r io.Reader, ready chan<- error) {
 		}
 		var e struct {
 			Msg, Endpoint, Callback, Table, URL string
+			Control                             string `json:"control_during_refuse"`
 		}
 		if json.Unmarshal([]byte(line), &e) != nil {
 			continue
@@ -119,6 +121,7 @@ func (s *Server) read(r io.Reader, ready chan<- error) {
 			s.Endpoint = e.Endpoint
 		case e.Msg == "local helpdesk":
 			s.Helpdesk = e.URL
+			s.HelpdeskControl = strings.TrimSuffix(strings.TrimSuffix(e.Control, "/"), "/_helpdesk")
 		case e.Msg == "serving":
 			s.URL, s.Table = strings.TrimSuffix(e.Callback, "/callback"), e.Table
 			signalled = true
