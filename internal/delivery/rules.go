@@ -19,7 +19,7 @@ type Policy struct {
 	MaxBackoff  time.Duration
 }
 
-// Defaults of a Policy, each a named constant documented in the README.
+// Defaults of a Policy, each a named constant documented in docs/configuration.md.
 const (
 	DefaultTimeout     = 10 * time.Second
 	DefaultMaxAttempts = 8

@@ -1,6 +1,6 @@
 package protocol
 
-// Limits on a callback body. Each is documented in README.md; a body beyond
+// Limits on a callback body. Each is documented in docs/configuration.md; a body beyond
 // any of them is refused before anything is looked up or written.
 const (
 	// MaxBodyBytes bounds the whole callback body.

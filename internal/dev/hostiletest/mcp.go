@@ -11,7 +11,7 @@ import (
 )
 
 // MCPCase is one hostile or broken POST /mcp and the answer it must get,
-// as README's MCP table gives it.
+// as the MCP door's response table (docs/mcp.md) gives it.
 type MCPCase struct {
 	Name string
 	// Area is envelope, params, meta, arguments, identity or headers.
