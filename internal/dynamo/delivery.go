@@ -172,8 +172,13 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 }
 
 // Lease implements delivery.Store: one conditional UpdateItem that returns
-// the ticket as it was, or, when the condition fails, the reason with the
-// item DynamoDB returns beside the failure.
+// nothing, then a consistent GetItem of the leased ticket, from which the
+// delivery as it was before is rebuilt (ownLease); when the condition
+// fails, the reason with the item DynamoDB returns beside the failure.
+// The update returns no values (ReturnValues NONE, said explicitly) so
+// that the worker's role can limit its UpdateItem to the delivery's own
+// attributes (dynamodb:Attributes): a request for ALL_OLD needs all of the
+// item's.
 func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, delivery.Record, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table,
@@ -196,12 +201,11 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 			":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":until": msAV(until),
 			":owner": strAV(owner), ":zero": numAV(0), ":one": numAV(1), ":none": strAV(""),
 		},
-		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValues:                        types.ReturnValueNone,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	var out *dynamodb.UpdateItemOutput
-	err := s.retry(ctx, func() (err error) {
-		out, err = s.api.UpdateItem(ctx, in)
+	err := s.retry(ctx, func() error {
+		_, err := s.api.UpdateItem(ctx, in)
 		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -216,15 +220,16 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 	if err != nil {
 		return ticket.Ticket{}, delivery.Record{}, err
 	}
-	t, err := decodeTicket(out.Attributes)
+	item, err := s.get(ctx, ticketKey(id))
 	if err != nil {
 		return ticket.Ticket{}, delivery.Record{}, err
 	}
-	r, err := decodeDelivery(out.Attributes)
-	if err != nil || r == nil {
-		return ticket.Ticket{}, delivery.Record{}, errors.Join(err, fmt.Errorf("dynamo: leased ticket %s has no delivery", id))
+	if t, r, ok := ownLease(item, owner, until); ok {
+		return t, r, nil
 	}
-	return t, *r, nil
+	// The lease applied but the item read does not hold it (deleted, or
+	// not decodable): refused, and nothing is sent.
+	return ticket.Ticket{}, delivery.Record{}, s.notLeasable(ctx, item, id)
 }
 
 // ownLease recognizes, in the item returned with a failed lease condition,
@@ -310,6 +315,7 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 			UpdateExpression:                    aws.String(expr),
 			ExpressionAttributeNames:            names,
 			ExpressionAttributeValues:           values,
+			ReturnValues:                        types.ReturnValueNone,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
@@ -353,6 +359,7 @@ func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error
 				":queued": strAV(string(delivery.Queued)), ":owner": strAV(owner), ":at": msAV(at),
 				":attnat": strAV(indexTime(s.now())), ":one": numAV(1),
 			},
+			ReturnValues: types.ReturnValueNone,
 		})
 		return err
 	})
