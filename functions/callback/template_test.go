@@ -411,7 +411,12 @@ func callbackTableGrants(inline bool) map[samtest.Grant]bool {
 		{Action: "dynamodb:GetItem", Resource: table, Keys: "grant#*,op#*,ticket#*,user#*"}: true,
 	}
 	if inline {
-		out[samtest.Grant{Action: "dynamodb:UpdateItem", Resource: table, Keys: "ticket#*"}] = true
+		// The worker's update, on the delivery's own attributes only and
+		// returning nothing: never the audit of a person's decision.
+		out[samtest.Grant{
+			Action: "dynamodb:UpdateItem", Resource: table, Keys: "ticket#*",
+			Attrs: strings.Join(dynamo.WorkerAttributes(), ","), Returns: "NONE",
+		}] = true
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,6 +48,24 @@ const (
 	attrFinishedBy     = "finished_by"
 	attrSafeAfter      = "safe_after"
 )
+
+// WorkerAttributes returns the attributes the delivery worker's updates
+// (Lease, Finish, Defer) name, sorted: the partition key, the delivery's
+// own state and the attention index's keys. Never the ticket's content,
+// its destination or lookup keys, nor the audit of people's decisions
+// (attrAudit): the worker's role limits its UpdateItem to these
+// (dynamodb:Attributes, template.yaml), so that only the settle path's
+// permissions can write a decision's record.
+func WorkerAttributes() []string {
+	a := []string{
+		PartitionKey, attrDelivery, attrAttempts, attrLeaseOwner, attrLeaseUntil, attrMaybeSent,
+		attrFirstSent, attrLastSent, attrNextAt, attrSince, attrLastCode, attrLastStatus, attrReason,
+		attrDestID, attrDestURL, attrDeliveredAt, attrVersion, attrPrevLeaseOwner, attrPrevLeaseUntil,
+		attrFinishedBy, attrSafeAfter, attrAttention, attrAttentionAt,
+	}
+	slices.Sort(a)
+	return a
+}
 
 // indexTimeLayout writes times as strings of one width, so that their order
 // as strings is their order in time (an index sort key of type S orders them
