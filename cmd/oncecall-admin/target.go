@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
@@ -229,17 +227,6 @@ func checkOperator(name, from string) error {
 	return nil
 }
 
-// who is the identity a change is logged under.
-type who struct {
-	// ID is the operator's AWS ARN on AWS, the -operator name elsewhere.
-	ID string
-	// Via says where ID came from: aws_caller_identity, -operator or
-	// ONCECALL_OPERATOR.
-	Via string
-	// Operator is an -operator name given on AWS besides the identity.
-	Operator string
-}
-
 // session is one command's connection to its target.
 type session struct {
 	tool   *tool
@@ -296,30 +283,4 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 		},
 	}
 	return s, nil
-}
-
-// whoAmI establishes who makes a change: the AWS caller identity on AWS,
-// the operator's name elsewhere. Without it nothing may be changed.
-func (s *session) whoAmI(ctx context.Context) (who, error) {
-	if s.target.kind != targetAWS {
-		name, err := s.inv.who.local(s.tool.getenv)
-		if err != nil {
-			return who{}, err
-		}
-		via := "-operator"
-		if s.inv.who.name == "" {
-			via = envOperator
-		}
-		return who{ID: name, Via: via}, nil
-	}
-	if s.inv.who.name != "" {
-		if err := checkOperator(s.inv.who.name, "-operator"); err != nil {
-			return who{}, err
-		}
-	}
-	out, err := sts.NewFromConfig(s.awsCfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
-	if err != nil {
-		return who{}, fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
-	}
-	return who{ID: aws.ToString(out.Arn), Via: "aws_caller_identity", Operator: s.inv.who.name}, nil
 }

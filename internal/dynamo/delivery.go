@@ -176,7 +176,11 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 			}
 			ad := decoder{item: m.Value}
 			r.Audit = append(r.Audit, delivery.Decision{
-				Who: ad.str("who", false), At: ad.ms("at"), Action: ad.str("action", false),
+				Actor: delivery.Actor{
+					Who: ad.str("who", false), Via: ad.str("via", false), Verified: ad.boolean("verified"),
+					SourceIdentity: ad.str("source_identity", false), Operator: ad.str("operator", false),
+				},
+				At: ad.ms("at"), Action: ad.str("action", false),
 				Reason: ad.str("reason", false), From: delivery.State(ad.str("from", false)),
 				To:      delivery.State(ad.str("to", false)),
 				Receipt: delivery.Receipt{ID: ad.str("dest_id", false), URL: ad.str("dest_url", false)},

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/oncecall/oncecall/internal/delivery"
+)
+
+// Where a change's identity came from (who.Via).
+const (
+	// viaAWS: the caller's AWS identity, as STS GetCallerIdentity answered
+	// for the credentials the change is made with.
+	viaAWS = "aws_caller_identity"
+	// viaOperatorFlag and viaOperatorEnv: off AWS, a name the person gave,
+	// which nothing verifies.
+	viaOperatorFlag = "-operator"
+	viaOperatorEnv  = envOperator
+)
+
+// who is the identity a change is logged and audited under.
+type who struct {
+	// ID is the identity: the caller's AWS ARN on AWS; off AWS the name
+	// given with -operator or ONCECALL_OPERATOR, unverified.
+	ID string
+	// Via says where ID came from: viaAWS, viaOperatorFlag or
+	// viaOperatorEnv.
+	Via string
+	// Verified is true only for an identity AWS established.
+	Verified bool
+	// SourceIdentity is the AWS session's sts:SourceIdentity, when the
+	// identifier knows it. STS GetCallerIdentity does not return it;
+	// CloudTrail records it with every data event of the session.
+	SourceIdentity string
+	// Operator is an -operator name given on AWS: a label beside the
+	// identity, never the identity.
+	Operator string
+}
+
+// actor is w as a decision's audit records it: the identity, how it was
+// established, and the operator's label apart from it.
+func (w who) actor() delivery.Actor {
+	return delivery.Actor{Who: w.ID, Via: w.Via, Verified: w.Verified, SourceIdentity: w.SourceIdentity, Operator: w.Operator}
+}
+
+// label writes w for a person: the identity, "(unverified)" when nothing
+// verified it, and any operator label apart.
+func (w who) label() string {
+	s := w.ID
+	if !w.Verified {
+		s += " (unverified)"
+	}
+	if w.Operator != "" {
+		s += fmt.Sprintf(", operator label %q", w.Operator)
+	}
+	return s
+}
+
+// identifier establishes who makes a change. Without an identity nothing
+// may be changed.
+type identifier interface {
+	identify(ctx context.Context) (who, error)
+}
+
+// callerIdentityAPI is the STS call awsIdentity makes.
+type callerIdentityAPI interface {
+	GetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
+}
+
+// awsIdentity is the identity of the AWS credentials a change is made
+// with, whatever -operator says.
+type awsIdentity struct {
+	api      callerIdentityAPI
+	operator string
+}
+
+func (a awsIdentity) identify(ctx context.Context) (who, error) {
+	if a.operator != "" {
+		if err := checkOperator(a.operator, "-operator"); err != nil {
+			return who{}, err
+		}
+	}
+	out, err := a.api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return who{}, fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
+	}
+	arn := aws.ToString(out.Arn)
+	if arn == "" {
+		return who{}, fmt.Errorf("STS GetCallerIdentity answered no ARN; nothing was changed")
+	}
+	return who{ID: arn, Via: viaAWS, Verified: true, Operator: a.operator}, nil
+}
+
+// localIdentity is, off AWS, the name the person gives: -operator, else
+// ONCECALL_OPERATOR. Nothing verifies it (Verified is false), and a local
+// store has no other.
+type localIdentity struct {
+	flags  *operatorFlags
+	getenv func(string) string
+}
+
+func (l localIdentity) identify(context.Context) (who, error) {
+	name, err := l.flags.local(l.getenv)
+	if err != nil {
+		return who{}, err
+	}
+	via := viaOperatorFlag
+	if l.flags.name == "" {
+		via = viaOperatorEnv
+	}
+	return who{ID: name, Via: via}, nil
+}
+
+// identifier returns how s establishes who makes a change: the AWS caller
+// identity on AWS (or wherever the tool was given an STS client, as tests
+// give it), the operator's name elsewhere.
+func (s *session) identifier() identifier {
+	switch {
+	case s.tool.sts != nil:
+		return awsIdentity{api: s.tool.sts, operator: s.inv.who.name}
+	case s.target.kind == targetAWS:
+		return awsIdentity{api: sts.NewFromConfig(s.awsCfg), operator: s.inv.who.name}
+	}
+	return localIdentity{flags: &s.inv.who, getenv: s.tool.getenv}
+}
+
+// whoAmI establishes who makes a change.
+func (s *session) whoAmI(ctx context.Context) (who, error) {
+	return s.identifier().identify(ctx)
+}
