@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+	"unicode"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/oncecall/oncecall/internal/delivery"
@@ -75,6 +78,8 @@ type callerIdentityAPI interface {
 type awsIdentity struct {
 	api      callerIdentityAPI
 	operator string
+	// sourceIdentity is the one the session was assumed with, if any.
+	sourceIdentity string
 }
 
 func (a awsIdentity) identify(ctx context.Context) (who, error) {
@@ -91,7 +96,7 @@ func (a awsIdentity) identify(ctx context.Context) (who, error) {
 	if arn == "" {
 		return who{}, fmt.Errorf("STS GetCallerIdentity answered no ARN; nothing was changed")
 	}
-	return who{ID: arn, Via: viaAWS, Verified: true, Operator: a.operator}, nil
+	return who{ID: arn, Via: viaAWS, Verified: true, SourceIdentity: a.sourceIdentity, Operator: a.operator}, nil
 }
 
 // localIdentity is, off AWS, the name the person gives: -operator, else
@@ -120,9 +125,9 @@ func (l localIdentity) identify(context.Context) (who, error) {
 func (s *session) identifier() identifier {
 	switch {
 	case s.tool.sts != nil:
-		return awsIdentity{api: s.tool.sts, operator: s.inv.who.name}
+		return awsIdentity{api: s.tool.sts, operator: s.inv.who.name, sourceIdentity: s.sourceIdentity}
 	case s.target.kind == targetAWS:
-		return awsIdentity{api: sts.NewFromConfig(s.awsCfg), operator: s.inv.who.name}
+		return awsIdentity{api: sts.NewFromConfig(s.awsCfg), operator: s.inv.who.name, sourceIdentity: s.sourceIdentity}
 	}
 	return localIdentity{flags: &s.inv.who, getenv: s.tool.getenv}
 }
@@ -130,4 +135,55 @@ func (s *session) identifier() identifier {
 // whoAmI establishes who makes a change.
 func (s *session) whoAmI(ctx context.Context) (who, error) {
 	return s.identifier().identify(ctx)
+}
+
+// roleAPI is what assumeRole calls: who the caller is, then the role.
+type roleAPI interface {
+	callerIdentityAPI
+	stscreds.AssumeRoleAPIClient
+}
+
+// assumeRole returns cfg with the credentials of role, assumed with the
+// caller's own AWS name (sourceIdentityOf its ARN) as the session's source
+// identity and name, and that source identity. AWS keeps a source identity
+// for the whole session, role chaining included, and CloudTrail records it
+// with every request; a role whose trust policy requires one refuses a
+// session without it.
+func assumeRole(ctx context.Context, cfg aws.Config, api roleAPI, role string) (aws.Config, string, error) {
+	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return cfg, "", fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
+	}
+	si, err := sourceIdentityOf(aws.ToString(out.Arn))
+	if err != nil {
+		return cfg, "", err
+	}
+	cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(api, role, func(o *stscreds.AssumeRoleOptions) {
+		o.SourceIdentity, o.RoleSessionName = aws.String(si), si
+	}))
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return cfg, "", fmt.Errorf("cannot assume %s with source identity %q: %w; nothing was changed", role, si, err)
+	}
+	return cfg, si, nil
+}
+
+// sourceIdentityOf is the name an ARN ends with (a user's name, an assumed
+// role's session name), in the characters a source identity may hold
+// (letters, digits and "_+=,.@-", others dropped), at most 64.
+func sourceIdentityOf(arn string) (string, error) {
+	name := arn[strings.LastIndexAny(arn, "/:")+1:]
+	var b strings.Builder
+	for _, r := range name {
+		if r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_+=,.@-", r)) {
+			b.WriteRune(r)
+		}
+	}
+	si := b.String()
+	if len(si) > 64 {
+		si = si[:64]
+	}
+	if len(si) < 2 {
+		return "", fmt.Errorf("cannot make a source identity from %q: a session needs 2 to 64 of letters, digits and _+=,.@-", arn)
+	}
+	return si, nil
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 )
@@ -92,5 +94,71 @@ func TestSettleOffAWSIsUnverified(t *testing.T) {
 	}
 	if res := d.must(exitOK, "find", "-ticket", id); !strings.Contains(res.stdout, `by "alice" (unverified)`) {
 		t.Errorf("find:\n%s", res.stdout)
+	}
+}
+
+// fakeRoleSTS is fakeSTS that can also assume a role, and keeps what it
+// was asked.
+type fakeRoleSTS struct {
+	fakeSTS
+	assumed *sts.AssumeRoleInput
+}
+
+func (f *fakeRoleSTS) AssumeRole(_ context.Context, in *sts.AssumeRoleInput, _ ...func(*sts.Options)) (*sts.AssumeRoleOutput, error) {
+	f.assumed = in
+	return &sts.AssumeRoleOutput{Credentials: &ststypes.Credentials{
+		AccessKeyId: aws.String("ASIAEXAMPLE"), SecretAccessKey: aws.String("secret"), SessionToken: aws.String("token"),
+		Expiration: aws.Time(time.Now().Add(time.Hour)),
+	}}, nil
+}
+
+// TestAssumeRoleSetsTheSourceIdentity: -role-arn assumes the role with the
+// caller's own AWS name as the session's source identity (which AWS keeps
+// for the session and CloudTrail records), and the audit records it beside
+// the identity.
+func TestAssumeRoleSetsTheSourceIdentity(t *testing.T) {
+	const role = "arn:aws:iam::123456789012:role/oncecall-settle"
+	f := &fakeRoleSTS{fakeSTS: fakeSTS{arn: "arn:aws:iam::123456789012:user/alice@example.com"}}
+	cfg, si, err := assumeRole(context.Background(), aws.Config{}, f, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si != "alice@example.com" || f.assumed == nil || aws.ToString(f.assumed.SourceIdentity) != si ||
+		aws.ToString(f.assumed.RoleArn) != role || aws.ToString(f.assumed.RoleSessionName) != si {
+		t.Fatalf("source identity %q, AssumeRole %+v", si, f.assumed)
+	}
+	if c, err := cfg.Credentials.Retrieve(context.Background()); err != nil || c.AccessKeyID != "ASIAEXAMPLE" {
+		t.Errorf("the assumed credentials: %+v, %v", c, err)
+	}
+	w, err := awsIdentity{api: &fakeSTS{arn: callerARN}, sourceIdentity: si}.identify(context.Background())
+	if err != nil || w.SourceIdentity != si || w.actor().SourceIdentity != si || w.ID != callerARN {
+		t.Errorf("who %+v, %v", w, err)
+	}
+}
+
+func TestSourceIdentityOf(t *testing.T) {
+	for _, tc := range []struct{ arn, want string }{
+		{"arn:aws:iam::123456789012:user/alice", "alice"},
+		{"arn:aws:iam::123456789012:user/ops/alice@example.com", "alice@example.com"},
+		{"arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0a1b/bob.smith@example.com", "bob.smith@example.com"},
+		{"arn:aws:iam::123456789012:root", "root"},
+		{"arn:aws:sts::123456789012:assumed-role/R/ca rol/ïne", "ne"},
+		{"arn:aws:sts::123456789012:assumed-role/R/" + strings.Repeat("x", 80), strings.Repeat("x", 64)},
+	} {
+		if got, err := sourceIdentityOf(tc.arn); err != nil || got != tc.want {
+			t.Errorf("sourceIdentityOf(%q) = %q, %v; want %q", tc.arn, got, err, tc.want)
+		}
+	}
+	if _, err := sourceIdentityOf("arn:aws:sts::123456789012:assumed-role/R/é"); err == nil {
+		t.Error("a name with no usable character became a source identity")
+	}
+}
+
+// TestRoleARNNeedsAWS: -role-arn is refused off AWS, before anything.
+func TestRoleARNNeedsAWS(t *testing.T) {
+	r := newRig(t)
+	res := r.run("user", "disable", "-id", "user-a", "-operator", "o", "-role-arn", "arn:aws:iam::123456789012:role/x")
+	if res.code != exitUsage || !strings.Contains(res.stderr, "-role-arn") {
+		t.Errorf("exit %d %s", res.code, res.stderr)
 	}
 }

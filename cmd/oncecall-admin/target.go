@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
@@ -42,6 +43,8 @@ target (which store; nothing set: the local store of make run):
   -aws                DynamoDB on AWS: needs TABLE_NAME (or -table: the stack's TableName
                       output), a region (AWS_REGION or -region) and AWS credentials;
                       refused while DYNAMODB_ENDPOINT is set
+  -role-arn ARN       with -aws: assume this role (such as the decision role) for the
+                      command, with your own AWS name as the session's source identity
 `
 
 const operatorUsage = `
@@ -66,6 +69,8 @@ type target struct {
 	// from says which setting named the endpoint: -endpoint or
 	// DYNAMODB_ENDPOINT.
 	from string
+	// roleARN, on AWS, is a role the command assumes ("" for none).
+	roleARN string
 }
 
 func (t target) String() string { return t.where() + ", table " + t.table }
@@ -116,6 +121,7 @@ func (t target) tableHint() string {
 type targetFlags struct {
 	aws, local              bool
 	endpoint, table, region string
+	roleARN                 string
 }
 
 func (f *targetFlags) declare(fs *flag.FlagSet) {
@@ -124,6 +130,7 @@ func (f *targetFlags) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&f.aws, "aws", false, "DynamoDB on AWS (needs TABLE_NAME and a region)")
 	fs.StringVar(&f.table, "table", "", "table name (default $TABLE_NAME; oncecall except on AWS)")
 	fs.StringVar(&f.region, "region", "", "AWS region (default $AWS_REGION)")
+	fs.StringVar(&f.roleARN, "role-arn", "", "with -aws: a role to assume, with your AWS name as its session's source identity")
 }
 
 // resolve decides the target from the flags and the environment, without
@@ -140,7 +147,10 @@ func (f *targetFlags) resolve(getenv func(string) string, localEndpoint string) 
 	if chosen > 1 {
 		return target{}, usageError("choose one target: -local, -endpoint URL or -aws")
 	}
-	t := target{table: f.table, region: f.region}
+	if f.roleARN != "" && !f.aws {
+		return target{}, usageError("-role-arn assumes a role on AWS: it goes with -aws")
+	}
+	t := target{table: f.table, region: f.region, roleARN: f.roleARN}
 	if t.table == "" {
 		t.table = getenv(config.EnvTable)
 	}
@@ -238,7 +248,10 @@ type session struct {
 	tables dynamo.TableAPI
 	awsCfg aws.Config
 	inv    invocation
-	close  func()
+	// sourceIdentity is the source identity of the role session the
+	// command assumed (-role-arn), "" without one.
+	sourceIdentity string
+	close          func()
 }
 
 // open connects to the command's target: credentials and a client for it,
@@ -249,6 +262,7 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 		return nil, err
 	}
 	var cfg aws.Config
+	var sourceIdentity string
 	switch {
 	case tg.kind != targetAWS && app.IsLoopback(tg.endpoint):
 		cfg = dynamo.LocalConfig(tg.region)
@@ -267,6 +281,11 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 			return nil, usageError("%s needs AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (%v)", tg.where(), err)
 		}
+		if tg.roleARN != "" {
+			if cfg, sourceIdentity, err = assumeRole(ctx, cfg, sts.NewFromConfig(cfg), tg.roleARN); err != nil {
+				return nil, err
+			}
+		}
 	}
 	client := dynamodb.NewFromConfig(cfg, dynamo.Options(tg.endpoint))
 	var opts []dynamo.AdminOption
@@ -275,7 +294,7 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 	}
 	s := &session{
 		tool: t, cmd: cmd, out: t.stdout, json: inv.json, target: tg,
-		admin: dynamo.NewAdmin(client, tg.table, opts...), tables: client, awsCfg: cfg, inv: inv,
+		admin: dynamo.NewAdmin(client, tg.table, opts...), tables: client, awsCfg: cfg, inv: inv, sourceIdentity: sourceIdentity,
 		close: func() {
 			if c, ok := cfg.HTTPClient.(interface{ CloseIdleConnections() }); ok {
 				c.CloseIdleConnections()

@@ -110,7 +110,7 @@ func TestSettleDelivered(t *testing.T) {
 	at := t1.Add(time.Hour)
 	r, err := o.admin.Settle(context.Background(), dynamo.Settlement{
 		TicketID: tk.ID, As: dynamo.SettleDelivered, Expect: delivery.Uncertain, Version: before.Version,
-		Receipt: delivery.Receipt{ID: "4711", URL: "https://helpdesk.test/agent/tickets/4711"}, Actor: delivery.Actor{Who: "alice"}, At: at,
+		Receipt: delivery.Receipt{ID: "4711", URL: "https://helpdesk.test/agent/tickets/4711"}, Actor: delivery.Actor{Who: "arn:aws:sts::123456789012:assumed-role/oncecall-settle/alice", Via: "aws_caller_identity", Verified: true, SourceIdentity: "alice", Operator: "on call"}, At: at,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,9 @@ func TestSettleDelivered(t *testing.T) {
 	if len(r.Audit) != 1 {
 		t.Fatalf("audit %+v", r.Audit)
 	}
-	want := delivery.Decision{Actor: delivery.Actor{Who: "alice"}, At: at, Action: "settle.delivered", From: delivery.Uncertain, To: delivery.Delivered,
+	// Who, how it was established, the session's source identity and the
+	// operator's label, each kept apart.
+	want := delivery.Decision{Actor: delivery.Actor{Who: "arn:aws:sts::123456789012:assumed-role/oncecall-settle/alice", Via: "aws_caller_identity", Verified: true, SourceIdentity: "alice", Operator: "on call"}, At: at, Action: "settle.delivered", From: delivery.Uncertain, To: delivery.Delivered,
 		Receipt: delivery.Receipt{ID: "4711", URL: "https://helpdesk.test/agent/tickets/4711"}}
 	if r.Audit[0] != want {
 		t.Errorf("audit entry %+v, want %+v", r.Audit[0], want)
