@@ -198,15 +198,19 @@ type changeLog struct {
 	// which.
 	Who      string `json:"who"`
 	Via      string `json:"via"`
-	Operator string `json:"operator,omitempty"`
-	Target   string `json:"target"`
-	Table    string `json:"table"`
-	UserID   string `json:"user_id,omitempty"`
-	TicketID string `json:"ticket_id,omitempty"`
-	Field    string `json:"field,omitempty"`
-	Before   any    `json:"before"`
-	After    any    `json:"after"`
-	Version  int64  `json:"version,omitempty"`
+	Verified bool   `json:"verified"`
+	// SourceIdentity is the AWS session's sts:SourceIdentity, when known;
+	// Operator an -operator name given on AWS, a label only.
+	SourceIdentity string `json:"source_identity,omitempty"`
+	Operator       string `json:"operator,omitempty"`
+	Target         string `json:"target"`
+	Table          string `json:"table"`
+	UserID         string `json:"user_id,omitempty"`
+	TicketID       string `json:"ticket_id,omitempty"`
+	Field          string `json:"field,omitempty"`
+	Before         any    `json:"before"`
+	After          any    `json:"after"`
+	Version        int64  `json:"version,omitempty"`
 	// HelpdeskID is the helpdesk's id a settlement recorded.
 	HelpdeskID string `json:"helpdesk_id,omitempty"`
 }
@@ -229,7 +233,8 @@ func (s *session) logSettle(w who, st dynamo.Settlement, r delivery.Record) {
 // writeLog completes c with the time, who and the target, and writes it.
 func (s *session) writeLog(w who, c changeLog) {
 	c.Time, c.Msg = s.tool.now().UTC().Format(time.RFC3339Nano), "oncecall-admin change"
-	c.Who, c.Via, c.Operator, c.Target, c.Table = w.ID, w.Via, w.Operator, s.target.label(), s.target.table
+	c.Who, c.Via, c.Verified, c.SourceIdentity, c.Operator = w.ID, w.Via, w.Verified, w.SourceIdentity, w.Operator
+	c.Target, c.Table = s.target.label(), s.target.table
 	b, err := json.Marshal(c)
 	if err != nil {
 		// Only values of the types above are logged; this cannot happen.

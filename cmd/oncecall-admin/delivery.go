@@ -64,15 +64,21 @@ type deliveryView struct {
 
 // auditView is one operator decision of a delivery's audit.
 type auditView struct {
-	At         string `json:"at"`
-	Who        string `json:"who"`
-	Action     string `json:"action"`
-	From       string `json:"from"`
-	To         string `json:"to"`
-	Reason     string `json:"reason,omitempty"`
-	HelpdeskID string `json:"helpdesk_id,omitempty"`
-	URL        string `json:"url,omitempty"`
-	Note       string `json:"note,omitempty"`
+	At  string `json:"at"`
+	Who string `json:"who"`
+	// Via, Verified, SourceIdentity and Operator say how Who was
+	// established (delivery.Actor); Operator is a label, not the identity.
+	Via            string `json:"via,omitempty"`
+	Verified       bool   `json:"verified"`
+	SourceIdentity string `json:"source_identity,omitempty"`
+	Operator       string `json:"operator,omitempty"`
+	Action         string `json:"action"`
+	From           string `json:"from"`
+	To             string `json:"to"`
+	Reason         string `json:"reason,omitempty"`
+	HelpdeskID     string `json:"helpdesk_id,omitempty"`
+	URL            string `json:"url,omitempty"`
+	Note           string `json:"note,omitempty"`
 }
 
 func viewDelivery(r *delivery.Record, now time.Time) *deliveryView {
@@ -94,7 +100,8 @@ func viewDelivery(r *delivery.Record, now time.Time) *deliveryView {
 	}
 	for _, d := range r.Audit {
 		v.Audit = append(v.Audit, auditView{
-			At: msTime(d.At), Who: d.Who, Action: d.Action, From: string(d.From), To: string(d.To),
+			At: msTime(d.At), Who: d.Who, Via: d.Via, Verified: d.Verified, SourceIdentity: d.SourceIdentity, Operator: d.Operator,
+			Action: d.Action, From: string(d.From), To: string(d.To),
 			Reason: d.Reason, HelpdeskID: d.Receipt.ID, URL: d.Receipt.URL, Note: d.Note,
 		})
 	}
@@ -153,7 +160,17 @@ func deliveryRows(w io.Writer, d *deliveryView) {
 		row(w, "  audit", "- (no operator decision)")
 	}
 	for i, a := range d.Audit {
-		line := fmt.Sprintf("%s %s by %s: %s -> %s", a.At, a.Action, strconv.Quote(a.Who), a.From, a.To)
+		by := strconv.Quote(a.Who)
+		if !a.Verified {
+			by += " (unverified)"
+		}
+		if a.SourceIdentity != "" {
+			by += ", source identity " + strconv.Quote(a.SourceIdentity)
+		}
+		if a.Operator != "" {
+			by += ", operator label " + strconv.Quote(a.Operator)
+		}
+		line := fmt.Sprintf("%s %s by %s: %s -> %s", a.At, a.Action, by, a.From, a.To)
 		if a.HelpdeskID != "" {
 			line += ", helpdesk " + a.HelpdeskID
 			if a.URL != "" {
@@ -392,13 +409,9 @@ func deliverySettle(fs *flag.FlagSet) action {
 			if err != nil {
 				return err
 			}
-			who := w.ID
-			if w.Operator != "" {
-				who += " (" + w.Operator + ")"
-			}
 			st := dynamo.Settlement{
 				TicketID: *id, As: settleAs[*as], Expect: delivery.State(*expect), Version: version.v,
-				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Who: who, At: s.tool.now(),
+				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Actor: w.actor(), At: s.tool.now(),
 				Keep: settleKeep(settleAs[*as], *keep),
 			}
 			if s.target.endpoint == "" {
@@ -429,7 +442,7 @@ func deliverySettle(fs *flag.FlagSet) action {
 				Delivery *deliveryView `json:"delivery"`
 			}{true, *id, *as, *expect, string(rec.State), dv}
 			return s.emit(out, func(tw io.Writer) {
-				fmt.Fprintf(tw, "settled ticket %s as %s: %s -> %s (version %d), by %s\n", *id, *as, *expect, rec.State, rec.Version, who)
+				fmt.Fprintf(tw, "settled ticket %s as %s: %s -> %s (version %d), by %s\n", *id, *as, *expect, rec.State, rec.Version, w.label())
 				if st.As == dynamo.SettleNotCreated {
 					fmt.Fprintln(tw, "the worker sends it again, under the same key, at its next sweep: every minute on AWS, every DELIVERY_SWEEP_INTERVAL (1s) with make run")
 				}
@@ -542,12 +555,8 @@ func deliveryRecover(fs *flag.FlagSet) action {
 				Moved       []string `json:"moved_meanwhile"`
 			}{DryRun: *dryRun, Stranded: append([]string{}, ids...), Rescheduled: []string{}, Moved: []string{}}
 			if !*dryRun {
-				by := w.ID
-				if w.Operator != "" {
-					by += " (" + w.Operator + ")"
-				}
 				for _, id := range ids {
-					err := s.admin.Reschedule(ctx, id, by, now)
+					err := s.admin.Reschedule(ctx, id, w.actor(), now)
 					switch {
 					case errors.Is(err, dynamo.ErrConflict):
 						out.Moved = append(out.Moved, id)

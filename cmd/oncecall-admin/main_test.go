@@ -49,6 +49,8 @@ type rig struct {
 	pageSize int32
 	// clock, when set, is the tool's clock (time.Now otherwise).
 	clock func() time.Time
+	// sts, when set, establishes who makes a change, as STS does on AWS.
+	sts callerIdentityAPI
 }
 
 func newRig(t *testing.T) *rig {
@@ -78,7 +80,7 @@ func (r *rig) run(args ...string) result {
 		stdout: &out, stderr: &errOut,
 		getenv:        func(k string) string { return r.vars[k] },
 		localEndpoint: r.local, pageSize: r.pageSize,
-		now: now,
+		now: now, sts: r.sts,
 	}
 	code := tl.run(args)
 	return result{code, out.String(), errOut.String()}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"net/url"
 	"strings"
@@ -44,6 +43,8 @@ target (which store; nothing set: the local store of make run):
   -aws                DynamoDB on AWS: needs TABLE_NAME (or -table: the stack's TableName
                       output), a region (AWS_REGION or -region) and AWS credentials;
                       refused while DYNAMODB_ENDPOINT is set
+  -role-arn ARN       with -aws: assume this role (such as the decision role) for the
+                      command, with your own AWS name as the session's source identity
 `
 
 const operatorUsage = `
@@ -74,6 +75,8 @@ type target struct {
 	// from says which setting named the endpoint: -endpoint or
 	// DYNAMODB_ENDPOINT.
 	from string
+	// roleARN, on AWS, is a role the command assumes ("" for none).
+	roleARN string
 }
 
 func (t target) String() string { return t.where() + ", table " + t.table }
@@ -124,6 +127,7 @@ func (t target) tableHint() string {
 type targetFlags struct {
 	aws, local              bool
 	endpoint, table, region string
+	roleARN                 string
 }
 
 func (f *targetFlags) declare(fs *flag.FlagSet) {
@@ -132,6 +136,7 @@ func (f *targetFlags) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&f.aws, "aws", false, "DynamoDB on AWS (needs TABLE_NAME and a region)")
 	fs.StringVar(&f.table, "table", "", "table name (default $TABLE_NAME; oncecall except on AWS)")
 	fs.StringVar(&f.region, "region", "", "AWS region (default $AWS_REGION)")
+	fs.StringVar(&f.roleARN, "role-arn", "", "with -aws: a role to assume, with your AWS name as its session's source identity")
 }
 
 // resolve decides the target from the flags and the environment, without
@@ -148,7 +153,10 @@ func (f *targetFlags) resolve(getenv func(string) string, localEndpoint string) 
 	if chosen > 1 {
 		return target{}, usageError("choose one target: -local, -endpoint URL or -aws")
 	}
-	t := target{table: f.table, region: f.region}
+	if f.roleARN != "" && !f.aws {
+		return target{}, usageError("-role-arn assumes a role on AWS: it goes with -aws")
+	}
+	t := target{table: f.table, region: f.region, roleARN: f.roleARN}
 	if t.table == "" {
 		t.table = getenv(config.EnvTable)
 	}
@@ -244,18 +252,6 @@ func checkOperator(name, from string) error {
 	return nil
 }
 
-// who is the identity a change is logged under.
-type who struct {
-	// ID is the operator's AWS ARN on AWS, the -operator name elsewhere.
-	ID string
-	// Via says where ID came from: aws_caller_identity, -operator or
-	// ONCECALL_OPERATOR; unnamed (and ID empty) for a change that needs
-	// no name, made off AWS without one.
-	Via string
-	// Operator is an -operator name given on AWS besides the identity.
-	Operator string
-}
-
 // session is one command's connection to its target.
 type session struct {
 	tool   *tool
@@ -267,7 +263,10 @@ type session struct {
 	tables dynamo.TableAPI
 	awsCfg aws.Config
 	inv    invocation
-	close  func()
+	// sourceIdentity is the source identity of the role session the
+	// command assumed (-role-arn), "" without one.
+	sourceIdentity string
+	close          func()
 }
 
 // open connects to the command's target: credentials and a client for it,
@@ -278,6 +277,7 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 		return nil, err
 	}
 	var cfg aws.Config
+	var sourceIdentity string
 	switch {
 	case tg.kind != targetAWS && app.IsLoopback(tg.endpoint):
 		cfg = dynamo.LocalConfig(tg.region)
@@ -296,6 +296,11 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 			return nil, usageError("%s needs AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (%v)", tg.where(), err)
 		}
+		if tg.roleARN != "" {
+			if cfg, sourceIdentity, err = assumeRole(ctx, cfg, sts.NewFromConfig(cfg), tg.roleARN); err != nil {
+				return nil, err
+			}
+		}
 	}
 	client := dynamodb.NewFromConfig(cfg, dynamo.Options(tg.endpoint))
 	var opts []dynamo.AdminOption
@@ -304,7 +309,7 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 	}
 	s := &session{
 		tool: t, cmd: cmd, out: t.stdout, json: inv.json, target: tg,
-		admin: dynamo.NewAdmin(client, tg.table, opts...), tables: client, awsCfg: cfg, inv: inv,
+		admin: dynamo.NewAdmin(client, tg.table, opts...), tables: client, awsCfg: cfg, inv: inv, sourceIdentity: sourceIdentity,
 		close: func() {
 			if c, ok := cfg.HTTPClient.(interface{ CloseIdleConnections() }); ok {
 				c.CloseIdleConnections()
@@ -312,33 +317,4 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 		},
 	}
 	return s, nil
-}
-
-// whoAmI establishes who makes a change: the AWS caller identity on AWS,
-// the operator's name elsewhere. Without it nothing may be changed.
-func (s *session) whoAmI(ctx context.Context) (who, error) {
-	if s.target.kind != targetAWS {
-		name, err := s.inv.who.local(s.tool.getenv, s.cmd.anyone)
-		if err != nil {
-			return who{}, err
-		}
-		via := "-operator"
-		switch {
-		case name == "":
-			via = "unnamed"
-		case s.inv.who.name == "":
-			via = envOperator
-		}
-		return who{ID: name, Via: via}, nil
-	}
-	if s.inv.who.name != "" {
-		if err := checkOperator(s.inv.who.name, "-operator"); err != nil {
-			return who{}, err
-		}
-	}
-	out, err := sts.NewFromConfig(s.awsCfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
-	if err != nil {
-		return who{}, fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
-	}
-	return who{ID: aws.ToString(out.Arn), Via: "aws_caller_identity", Operator: s.inv.who.name}, nil
 }

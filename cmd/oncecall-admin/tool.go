@@ -44,6 +44,9 @@ type tool struct {
 	// pageSize, when not zero, is the store's Query page size.
 	pageSize int32
 	now      func() time.Time
+	// sts, when not nil, establishes who makes a change whatever the
+	// target (tests); nil: STS on AWS, the operator's name elsewhere.
+	sts callerIdentityAPI
 }
 
 // command is one command of the tool.

@@ -32,7 +32,7 @@ func main() {
 	var o perf.Options
 	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to write")
 	flag.StringVar(&o.Command, "command", "make bench", "the command to name in the report")
-	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer,delivery,capacity,doors,contention); all when empty")
+	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer,delivery,capacity,doors,contention,flood); all when empty")
 	flag.BoolVar(&o.Update, "update", false, "with -only: replace those parts' sections in the report at -out and keep the rest")
 	flag.IntVar(&o.FloorSamples, "floor-samples", 100, "samples per kind in the floor runs")
 	flag.DurationVar(&o.FloorBudget, "floor-budget", 25*time.Second, "time limit of each floor run")
@@ -48,6 +48,7 @@ func main() {
 	flag.IntVar(&o.Bursts, "bursts", 100, "how many times the contention part sends the seed's burst")
 	flag.IntVar(&o.DoorSamples, "door-samples", 200, "created calls through each door (/callback, /mcp) in the doors run")
 	flag.IntVar(&o.CapacitySamples, "capacity-samples", 20, "calls of each kind in the capacity run (the admin commands run once)")
+	flag.IntVar(&o.FloodSamples, "flood-samples", 100, "legitimate calls of each scenario of the flood run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
@@ -63,7 +64,18 @@ func main() {
 	api := apigw.New(h, cfg.PublicURL)
 	api.MCP = app.MCP(cfg, h)
 	api.OriginToken = cfg.EdgeToken
-	lambda.Start(api.Handle)
+	handle := api.Handle
+	// An inline first attempt's credentials, read once at the cold start
+	// above, follow their secret as the worker's do: a rotated helpdesk
+	// token reaches this container within secret.RefreshInterval, one
+	// read each, never one per call.
+	if f := app.FollowDestinationSecret(awsCfg, cfg, w, logger); f != nil {
+		handle = func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			f.Refresh(ctx)
+			return api.Handle(ctx, ev)
+		}
+	}
+	lambda.Start(handle)
 }
 
 // fatal stops the cold start with the reason on stderr, which Lambda

@@ -411,7 +411,12 @@ func callbackTableGrants(inline bool) map[samtest.Grant]bool {
 		{Action: "dynamodb:GetItem", Resource: table, Keys: "grant#*,op#*,ticket#*,user#*"}: true,
 	}
 	if inline {
-		out[samtest.Grant{Action: "dynamodb:UpdateItem", Resource: table, Keys: "ticket#*"}] = true
+		// The worker's update, on the delivery's own attributes only and
+		// returning nothing: never the audit of a person's decision.
+		out[samtest.Grant{
+			Action: "dynamodb:UpdateItem", Resource: table, Keys: "ticket#*",
+			Attrs: strings.Join(dynamo.WorkerAttributes(), ","), Returns: "NONE",
+		}] = true
 	}
 	return out
 }
@@ -728,6 +733,12 @@ func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 		// With the edge: its origin token goes either way; a new one
 		// reaches the edge and the function alike.
 		"EdgeOriginSecret": {"Delete", "Delete"},
+		// Access logs are operational records, like the functions' logs.
+		"ApiAccessLogGroup":  {"Delete", "Delete"},
+		"EdgeAccessLogGroup": {"Delete", "Delete"},
+		// With TableDataEvents: the trail's bucket is the record of who
+		// changed what, and outlives the stack like the table.
+		"TableTrailBucket": {"Retain", "Retain"},
 	}
 	res, _ := readTemplate(t)["Resources"].(map[string]any)
 	for name := range want {

@@ -65,8 +65,8 @@ var workerCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"
 // withoutDestination are the resources and outputs of the stack as it was
 // before delivery existed.
 var (
-	callbackResources = []string{"Api5xxAlarm", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard", "HookKeySecret", "HttpApi", "Table"}
-	callbackOutputs   = []string{"CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName"}
+	callbackResources = []string{"Api5xxAlarm", "ApiAccessLogGroup", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard", "HookKeySecret", "HttpApi", "Table"}
+	callbackOutputs   = []string{"ApiAccessLogGroupName", "CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName"}
 	deliveryResources = []string{
 		"DeliverFunction", "DeliverLogGroup", "DeliverRole", "DeliveryFailureQueue", "DestinationSecret",
 		"DeliveryUncertainAlarm", "OldestQueuedAlarm", "DeliveryFailureQueueAlarm", "DeliveryAuthFailedAlarm", "DeliverIteratorAgeAlarm",
@@ -476,6 +476,13 @@ func TestTemplateDeliverRole(t *testing.T) {
 				if g.Resource == "getatt:Table.Arn" {
 					g.Keys = "ticket#*"
 				}
+				// Its updates name the delivery's own attributes only and
+				// return nothing: a role that lets the worker write the
+				// audit of a person's decision, or the ticket's content,
+				// fails.
+				if g.Action == "dynamodb:UpdateItem" {
+					g.Attrs, g.Returns = strings.Join(dynamo.WorkerAttributes(), ","), "NONE"
+				}
 				want[g] = true
 			}
 			// The event source mapping reads the stream and writes the
@@ -489,6 +496,19 @@ func TestTemplateDeliverRole(t *testing.T) {
 				want[samtest.Grant{Action: a, Resource: "getatt:DeliverLogGroup.Arn"}] = true
 			}
 			got := samtest.Grants(samtest.Allowed(t, s, "DeliverRole"))
+			// A settlement's update (oncecall-admin's) writes the audit and
+			// asks for the item back: the worker's role refuses it.
+			settle := samtest.Grant{
+				Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Key: "ticket#00000000-0000-4000-8000-000000000001",
+				Attrs: "attn,attn_at,audit,delivery,dver,lease_owner,lease_until,next_at,pk,reason,since", Returns: "ALL_NEW",
+			}
+			if g, ok := samtest.Permits(got, settle); ok {
+				t.Errorf("DeliverRole's %s allows a settlement's write of the audit", g)
+			}
+			settle.Returns = "NONE"
+			if g, ok := samtest.Permits(got, settle); ok {
+				t.Errorf("DeliverRole's %s allows a write of the audit", g)
+			}
 			for g := range want {
 				if !got[g] {
 					t.Errorf("DeliverRole lacks %s", g)

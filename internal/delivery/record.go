@@ -96,8 +96,7 @@ type Record struct {
 
 // Decision is one operator settlement, as audited on the ticket.
 type Decision struct {
-	// Who is the operator: an AWS identity (ARN) or a local name.
-	Who    string
+	Actor
 	At     time.Time
 	Action string
 	Reason string
@@ -108,6 +107,25 @@ type Decision struct {
 	// Note says what the decision did besides changing the state (such
 	// as resetting the attempts), in the store's words.
 	Note string
+}
+
+// Actor is who made a decision, as its audit records it.
+type Actor struct {
+	// Who is the identity: the caller's AWS ARN, as STS answered for the
+	// credentials the decision was made with; off AWS a name the person
+	// gave, which nothing verifies.
+	Who string
+	// Via says where Who came from (oncecall-admin's words, such as
+	// aws_caller_identity or -operator), and Verified whether AWS
+	// established it.
+	Via      string
+	Verified bool
+	// SourceIdentity is the AWS session's sts:SourceIdentity, where the
+	// tool knew it.
+	SourceIdentity string
+	// Operator is a name the person gave beside a verified identity: a
+	// label, never the identity.
+	Operator string
 }
 
 // Reported is the state a caller is told: InProgress for a queued delivery

@@ -22,7 +22,7 @@ func TestRequeuedTicketGetsAFreshBudget(t *testing.T) {
 	r.advance(48 * time.Hour)
 	admin := dynamo.NewAdmin(r.env.Client, r.env.Table)
 	rec, err := admin.Settle(context.Background(), dynamo.Settlement{
-		TicketID: id, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: r.record(id).Version, Who: "alice", At: r.clock(),
+		TicketID: id, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: r.record(id).Version, Actor: delivery.Actor{Who: "alice"}, At: r.clock(),
 	})
 	if err != nil || rec.Attempts != 0 || rec.MaybeSent {
 		t.Fatalf("Settle: %+v, %v", rec, err)
@@ -43,7 +43,7 @@ func TestRequeuedTicketGetsAFreshBudget(t *testing.T) {
 	r.deliver(id2)
 	r.advance(time.Hour)
 	if _, err := admin.Settle(context.Background(), dynamo.Settlement{
-		TicketID: id2, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: r.record(id2).Version, Who: "alice", At: r.clock(),
+		TicketID: id2, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: r.record(id2).Version, Actor: delivery.Actor{Who: "alice"}, At: r.clock(),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package delivery
 import (
 	"slices"
 	"strings"
+
+	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // ModelTagPrefix starts every tag a destination receives from a ticket's
@@ -40,4 +42,16 @@ func ModelTags(tags []string) []string {
 		}
 	}
 	return out
+}
+
+// Priority is priority as a destination receives it: one of
+// ticket.Priorities, exactly as written there, else ticket.DefaultPriority.
+// create_ticket's schema refuses any other value, so this only matters for
+// a ticket item written some other way; a helpdesk's triggers and SLAs key
+// on priority, and nothing but those four words may reach them.
+func Priority(priority string) string {
+	if slices.Contains(ticket.Priorities, priority) {
+		return priority
+	}
+	return ticket.DefaultPriority
 }

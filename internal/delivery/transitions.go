@@ -2,26 +2,26 @@ package delivery
 
 import "fmt"
 
-// Actor is who moves a delivery from one state to another.
-type Actor string
+// Mover is who moves a delivery from one state to another.
+type Mover string
 
-// Actors.
+// Movers.
 const (
 	// ByCallback: the callback's transaction writes a new ticket queued.
-	ByCallback Actor = "callback"
+	ByCallback Mover = "callback"
 	// ByWorker: an attempt, started by the stream or by the sweep, records
 	// its result.
-	ByWorker Actor = "worker"
+	ByWorker Mover = "worker"
 	// ByOperator: a person's decision with oncecall-admin (delivery settle,
 	// delivery recover).
-	ByOperator Actor = "operator"
+	ByOperator Mover = "operator"
 )
 
 // Transition is one move of a delivery's state. From is "" for the
 // creation of the ticket.
 type Transition struct {
 	From, To State
-	By       Actor
+	By       Mover
 	// On says when it happens.
 	On string
 }
@@ -50,7 +50,7 @@ var Transitions = []Transition{
 
 // Allowed reports whether by may move a delivery from one state to
 // another: whether Transitions lists the move.
-func Allowed(from, to State, by Actor) bool {
+func Allowed(from, to State, by Mover) bool {
 	for _, t := range Transitions {
 		if t.From == from && t.To == to && t.By == by {
 			return true
@@ -62,7 +62,7 @@ func Allowed(from, to State, by Actor) bool {
 // ErrTransition is returned by a move Transitions does not list.
 type ErrTransition struct {
 	From, To State
-	By       Actor
+	By       Mover
 }
 
 func (e *ErrTransition) Error() string {

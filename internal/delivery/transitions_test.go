@@ -76,7 +76,7 @@ func TestStateMachineDrawn(t *testing.T) {
 func TestAllowed(t *testing.T) {
 	cases := []struct {
 		from, to delivery.State
-		by       delivery.Actor
+		by       delivery.Mover
 		want     bool
 	}{
 		{delivery.Queued, delivery.Delivered, delivery.ByWorker, true},

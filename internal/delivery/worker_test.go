@@ -193,7 +193,10 @@ func (r *rig) pending(s delivery.State) int {
 	return n
 }
 
-func TestFirstAttemptDeliversInTwoStoreRequests(t *testing.T) {
+// TestFirstAttemptDeliversInThreeStoreRequests: the lease (an UpdateItem
+// returning nothing, as the role's attribute condition needs), the read of
+// the leased ticket, and the result.
+func TestFirstAttemptDeliversInThreeStoreRequests(t *testing.T) {
 	r := newRig(t, neither)
 	r.dest.creates = []delivery.Result{created}
 	id := r.ticket()
@@ -202,8 +205,8 @@ func TestFirstAttemptDeliversInTwoStoreRequests(t *testing.T) {
 	if rep.Outcome != delivery.OutcomeDelivered || rep.Receipt.ID != "HD-1" || rep.Attempt != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 2 || ops["UpdateItem"] != 2 {
-		t.Fatalf("store requests %v, want the lease and the result (2 UpdateItem)", ops)
+	if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 3 || ops["UpdateItem"] != 2 || ops["GetItem"] != 1 {
+		t.Fatalf("store requests %v, want the lease and the result (2 UpdateItem) and the leased ticket's read (1 GetItem)", ops)
 	}
 	d := r.record(id)
 	if d.State != delivery.Delivered || d.Receipt != created.Receipt || d.Attempts != 1 || d.LeaseOwner != "" || !d.DeliveredAt.Equal(t0) {

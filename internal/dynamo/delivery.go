@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,6 +48,24 @@ const (
 	attrFinishedBy     = "finished_by"
 	attrSafeAfter      = "safe_after"
 )
+
+// WorkerAttributes returns the attributes the delivery worker's updates
+// (Lease, Finish, Defer) name, sorted: the partition key, the delivery's
+// own state and the attention index's keys. Never the ticket's content,
+// its destination or lookup keys, nor the audit of people's decisions
+// (attrAudit): the worker's role limits its UpdateItem to these
+// (dynamodb:Attributes, template.yaml), so that only the settle path's
+// permissions can write a decision's record.
+func WorkerAttributes() []string {
+	a := []string{
+		PartitionKey, attrDelivery, attrAttempts, attrLeaseOwner, attrLeaseUntil, attrMaybeSent,
+		attrFirstSent, attrLastSent, attrNextAt, attrSince, attrLastCode, attrLastStatus, attrReason,
+		attrDestID, attrDestURL, attrDeliveredAt, attrVersion, attrPrevLeaseOwner, attrPrevLeaseUntil,
+		attrFinishedBy, attrSafeAfter, attrAttention, attrAttentionAt,
+	}
+	slices.Sort(a)
+	return a
+}
 
 // indexTimeLayout writes times as strings of one width, so that their order
 // as strings is their order in time (an index sort key of type S orders them
@@ -157,7 +176,11 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 			}
 			ad := decoder{item: m.Value}
 			r.Audit = append(r.Audit, delivery.Decision{
-				Who: ad.str("who", false), At: ad.ms("at"), Action: ad.str("action", false),
+				Actor: delivery.Actor{
+					Who: ad.str("who", false), Via: ad.str("via", false), Verified: ad.boolean("verified"),
+					SourceIdentity: ad.str("source_identity", false), Operator: ad.str("operator", false),
+				},
+				At: ad.ms("at"), Action: ad.str("action", false),
 				Reason: ad.str("reason", false), From: delivery.State(ad.str("from", false)),
 				To:      delivery.State(ad.str("to", false)),
 				Receipt: delivery.Receipt{ID: ad.str("dest_id", false), URL: ad.str("dest_url", false)},
@@ -172,8 +195,13 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 }
 
 // Lease implements delivery.Store: one conditional UpdateItem that returns
-// the ticket as it was, or, when the condition fails, the reason with the
-// item DynamoDB returns beside the failure.
+// nothing, then a consistent GetItem of the leased ticket, from which the
+// delivery as it was before is rebuilt (ownLease); when the condition
+// fails, the reason with the item DynamoDB returns beside the failure.
+// The update returns no values (ReturnValues NONE, said explicitly) so
+// that the worker's role can limit its UpdateItem to the delivery's own
+// attributes (dynamodb:Attributes): a request for ALL_OLD needs all of the
+// item's.
 func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, delivery.Record, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table,
@@ -196,12 +224,11 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 			":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":until": msAV(until),
 			":owner": strAV(owner), ":zero": numAV(0), ":one": numAV(1), ":none": strAV(""),
 		},
-		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValues:                        types.ReturnValueNone,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	var out *dynamodb.UpdateItemOutput
-	err := s.retry(ctx, func() (err error) {
-		out, err = s.api.UpdateItem(ctx, in)
+	err := s.retry(ctx, func() error {
+		_, err := s.api.UpdateItem(ctx, in)
 		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -216,15 +243,16 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 	if err != nil {
 		return ticket.Ticket{}, delivery.Record{}, err
 	}
-	t, err := decodeTicket(out.Attributes)
+	item, err := s.get(ctx, ticketKey(id))
 	if err != nil {
 		return ticket.Ticket{}, delivery.Record{}, err
 	}
-	r, err := decodeDelivery(out.Attributes)
-	if err != nil || r == nil {
-		return ticket.Ticket{}, delivery.Record{}, errors.Join(err, fmt.Errorf("dynamo: leased ticket %s has no delivery", id))
+	if t, r, ok := ownLease(item, owner, until); ok {
+		return t, r, nil
 	}
-	return t, *r, nil
+	// The lease applied but the item read does not hold it (deleted, or
+	// not decodable): refused, and nothing is sent.
+	return ticket.Ticket{}, delivery.Record{}, s.notLeasable(ctx, item, id)
 }
 
 // ownLease recognizes, in the item returned with a failed lease condition,
@@ -310,6 +338,7 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 			UpdateExpression:                    aws.String(expr),
 			ExpressionAttributeNames:            names,
 			ExpressionAttributeValues:           values,
+			ReturnValues:                        types.ReturnValueNone,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
@@ -353,6 +382,7 @@ func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error
 				":queued": strAV(string(delivery.Queued)), ":owner": strAV(owner), ":at": msAV(at),
 				":attnat": strAV(indexTime(s.now())), ":one": numAV(1),
 			},
+			ReturnValues: types.ReturnValueNone,
 		})
 		return err
 	})

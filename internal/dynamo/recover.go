@@ -68,14 +68,20 @@ func (a *Admin) Stranded(ctx context.Context, before, now time.Time) ([]string, 
 
 // Reschedule lists the stranded delivery of ticket id in the attention
 // index, due at now, so that the next sweep attempts it, and audits who did
-// it. It changes nothing and returns an error matching ErrConflict when the
-// delivery is no longer stranded (delivered, scheduled or leased since).
-func (a *Admin) Reschedule(ctx context.Context, id, who string, now time.Time) error {
+// it (by.Who is required). It changes nothing and returns an error
+// matching ErrConflict when the delivery is no longer stranded (delivered,
+// scheduled or leased since).
+func (a *Admin) Reschedule(ctx context.Context, id string, by delivery.Actor, now time.Time) error {
+	if by.Who == "" {
+		return errors.New("dynamo: a reschedule needs to know who makes it")
+	}
 	now = now.UTC().Truncate(time.Millisecond)
-	entry := &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-		"who": strAV(who), "at": msAV(now), "action": strAV(ActionRecover),
+	m := map[string]types.AttributeValue{
+		"who": strAV(by.Who), "at": msAV(now), "action": strAV(ActionRecover),
 		"from": strAV(string(delivery.Queued)), "to": strAV(string(delivery.Queued)), "note": strAV(RecoverNote),
-	}}
+	}
+	actorEntry(m, by)
+	entry := &types.AttributeValueMemberM{Value: m}
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(a.table), Key: ticketKey(id),
 		ConditionExpression: aws.String(strandedCondition),

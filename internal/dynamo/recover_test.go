@@ -43,10 +43,10 @@ func TestStrandedDeliveriesAreFoundAndRescheduled(t *testing.T) {
 		t.Fatalf("Stranded = %v, %v; want %v (not %s fresh, %s leased, %s retry, %s delivered)", got, err, want, fresh.ID, leased.ID, retry.ID, done.ID)
 	}
 	for _, id := range got {
-		if err := o.admin.Reschedule(ctx, id, "alice", t0); err != nil {
+		if err := o.admin.Reschedule(ctx, id, delivery.Actor{Who: "alice"}, t0); err != nil {
 			t.Fatalf("Reschedule(%s): %v", id, err)
 		}
-		if err := o.admin.Reschedule(ctx, id, "alice", t0); !errors.Is(err, dynamo.ErrConflict) {
+		if err := o.admin.Reschedule(ctx, id, delivery.Actor{Who: "alice"}, t0); !errors.Is(err, dynamo.ErrConflict) {
 			t.Fatalf("a second Reschedule(%s) = %v, want a conflict", id, err)
 		}
 	}

@@ -89,8 +89,9 @@ type Settlement struct {
 	// stored on the item and in its audit, never logged and never shown to
 	// the model: it may quote the ticket.
 	Reason string
-	// Who made the decision: the operator's AWS identity or local name.
-	Who string
+	// Actor is who made the decision: Who, its AWS identity or, off AWS,
+	// an unverified name, is required.
+	delivery.Actor
 	// At is when; the zero time means now.
 	At time.Time
 	// Keep is how long after the decision its operation is kept at least
@@ -323,6 +324,7 @@ func auditEntry(s Settlement, at time.Time) types.AttributeValue {
 		"who": strAV(s.Who), "at": msAV(at), "action": strAV(s.As.Action()),
 		"from": strAV(string(s.Expect)), "to": strAV(string(s.As.To())),
 	}
+	actorEntry(m, s.Actor)
 	if s.Reason != "" {
 		m["reason"] = strAV(s.Reason)
 	}
@@ -336,6 +338,21 @@ func auditEntry(s Settlement, at time.Time) types.AttributeValue {
 		m["note"] = strAV(NotCreatedNote)
 	}
 	return &types.AttributeValueMemberM{Value: m}
+}
+
+// actorEntry adds to an audit entry m how its actor was established: via,
+// verified, and the source identity and operator label when known.
+func actorEntry(m map[string]types.AttributeValue, a delivery.Actor) {
+	m["verified"] = boolAV(a.Verified)
+	if a.Via != "" {
+		m["via"] = strAV(a.Via)
+	}
+	if a.SourceIdentity != "" {
+		m["source_identity"] = strAV(a.SourceIdentity)
+	}
+	if a.Operator != "" {
+		m["operator"] = strAV(a.Operator)
+	}
 }
 
 // settleRefused explains a failed settlement from the item as it was when

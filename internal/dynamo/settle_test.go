@@ -110,7 +110,7 @@ func TestSettleDelivered(t *testing.T) {
 	at := t1.Add(time.Hour)
 	r, err := o.admin.Settle(context.Background(), dynamo.Settlement{
 		TicketID: tk.ID, As: dynamo.SettleDelivered, Expect: delivery.Uncertain, Version: before.Version,
-		Receipt: delivery.Receipt{ID: "4711", URL: "https://helpdesk.test/agent/tickets/4711"}, Who: "alice", At: at,
+		Receipt: delivery.Receipt{ID: "4711", URL: "https://helpdesk.test/agent/tickets/4711"}, Actor: delivery.Actor{Who: "arn:aws:sts::123456789012:assumed-role/oncecall-settle/alice", Via: "aws_caller_identity", Verified: true, SourceIdentity: "alice", Operator: "on call"}, At: at,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +122,9 @@ func TestSettleDelivered(t *testing.T) {
 	if len(r.Audit) != 1 {
 		t.Fatalf("audit %+v", r.Audit)
 	}
-	want := delivery.Decision{Who: "alice", At: at, Action: "settle.delivered", From: delivery.Uncertain, To: delivery.Delivered,
+	// Who, how it was established, the session's source identity and the
+	// operator's label, each kept apart.
+	want := delivery.Decision{Actor: delivery.Actor{Who: "arn:aws:sts::123456789012:assumed-role/oncecall-settle/alice", Via: "aws_caller_identity", Verified: true, SourceIdentity: "alice", Operator: "on call"}, At: at, Action: "settle.delivered", From: delivery.Uncertain, To: delivery.Delivered,
 		Receipt: delivery.Receipt{ID: "4711", URL: "https://helpdesk.test/agent/tickets/4711"}}
 	if r.Audit[0] != want {
 		t.Errorf("audit entry %+v, want %+v", r.Audit[0], want)
@@ -148,7 +150,7 @@ func TestSettleNotCreatedQueuesAgainWithTheSameKey(t *testing.T) {
 	at := t1.Add(2 * time.Hour)
 	r, err := o.admin.Settle(context.Background(), dynamo.Settlement{
 		TicketID: tk.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: before.Version,
-		Reason: "not in the helpdesk by external id", Who: "alice", At: at,
+		Reason: "not in the helpdesk by external id", Actor: delivery.Actor{Who: "alice"}, At: at,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +181,7 @@ func TestSettleAbandoned(t *testing.T) {
 	tk := o.ticket(carol, "r-3", t1)
 	o.move(tk.ID, delivery.Failed, t1.Add(time.Minute))
 	r, err := o.admin.Settle(context.Background(), dynamo.Settlement{
-		TicketID: tk.ID, As: dynamo.SettleAbandoned, Expect: delivery.Failed, Reason: "customer withdrew it", Who: "bob", At: t1.Add(time.Hour),
+		TicketID: tk.ID, As: dynamo.SettleAbandoned, Expect: delivery.Failed, Reason: "customer withdrew it", Actor: delivery.Actor{Who: "bob"}, At: t1.Add(time.Hour),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +196,7 @@ func TestSettleAbandoned(t *testing.T) {
 	// audit keeps both decisions, oldest first.
 	r, err = o.admin.Settle(context.Background(), dynamo.Settlement{
 		TicketID: tk.ID, As: dynamo.SettleDelivered, Expect: delivery.Abandoned, Version: r.Version,
-		Receipt: delivery.Receipt{ID: "88"}, Who: "bob", At: t1.Add(2 * time.Hour),
+		Receipt: delivery.Receipt{ID: "88"}, Actor: delivery.Actor{Who: "bob"}, At: t1.Add(2 * time.Hour),
 	})
 	if err != nil || r.State != delivery.Delivered || len(r.Audit) != 2 || r.Audit[1].From != delivery.Abandoned || r.Reason != "" {
 		t.Errorf("abandoned, then delivered: %+v, %v", r, err)
@@ -220,7 +222,7 @@ func TestSettleRefusalsWriteNothing(t *testing.T) {
 	}
 	delivered := o.ticket(alice, "r-6", t1)
 	if _, err := o.admin.Settle(ctx, dynamo.Settlement{TicketID: delivered.ID, As: dynamo.SettleDelivered, Expect: delivery.Queued,
-		Receipt: delivery.Receipt{ID: "1"}, Who: "x", At: t1}); err != nil {
+		Receipt: delivery.Receipt{ID: "1"}, Actor: delivery.Actor{Who: "x"}, At: t1}); err != nil {
 		t.Fatal(err)
 	}
 	plain := created(t, o.store, alice, "k-plain", "r-7", t1) // no destination
@@ -261,14 +263,14 @@ func TestSettleRefusalsWriteNothing(t *testing.T) {
 	// Malformed settlements are refused before any request.
 	o.env.Requests.Reset()
 	for _, s := range []dynamo.Settlement{
-		{TicketID: uncertain.ID, As: "maybe", Expect: delivery.Uncertain, Who: "a"},
-		{TicketID: uncertain.ID, As: dynamo.SettleAbandoned, Expect: delivery.Delivered, Who: "a", Reason: "r"},
-		{TicketID: uncertain.ID, As: dynamo.SettleAbandoned, Expect: delivery.Uncertain, Who: "a"},
-		{TicketID: uncertain.ID, As: dynamo.SettleDelivered, Expect: delivery.Uncertain, Who: "a"},
-		{TicketID: uncertain.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Who: "a", Receipt: delivery.Receipt{ID: "1"}},
+		{TicketID: uncertain.ID, As: "maybe", Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}},
+		{TicketID: uncertain.ID, As: dynamo.SettleAbandoned, Expect: delivery.Delivered, Actor: delivery.Actor{Who: "a"}, Reason: "r"},
+		{TicketID: uncertain.ID, As: dynamo.SettleAbandoned, Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}},
+		{TicketID: uncertain.ID, As: dynamo.SettleDelivered, Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}},
+		{TicketID: uncertain.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}, Receipt: delivery.Receipt{ID: "1"}},
 		{TicketID: uncertain.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain},
-		{TicketID: uncertain.ID, As: dynamo.SettleAbandoned, Expect: delivery.Abandoned, Who: "a", Reason: "r"},
-		{TicketID: uncertain.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Who: "a", Reason: strings.Repeat("x", dynamo.MaxSettleReason+1)},
+		{TicketID: uncertain.ID, As: dynamo.SettleAbandoned, Expect: delivery.Abandoned, Actor: delivery.Actor{Who: "a"}, Reason: "r"},
+		{TicketID: uncertain.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}, Reason: strings.Repeat("x", dynamo.MaxSettleReason+1)},
 	} {
 		if _, err := o.admin.Settle(ctx, s); err == nil || errors.Is(err, dynamo.ErrConflict) {
 			t.Errorf("%+v: err = %v", s, err)
@@ -334,7 +336,7 @@ func TestSettleAnswerLostAfterCommit(t *testing.T) {
 	proxy.Inject("UpdateItem", dynamotest.Fault{AfterCommit: true})
 	admin := dynamo.NewAdmin(dynamotest.NewClient(t, proxy.URL, nil), o.env.Table)
 	r, err := admin.Settle(context.Background(), dynamo.Settlement{
-		TicketID: tk.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: u.Version, Who: "alice", At: t1.Add(time.Hour),
+		TicketID: tk.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: u.Version, Actor: delivery.Actor{Who: "alice"}, At: t1.Add(time.Hour),
 	})
 	if err != nil || r.State != delivery.Queued || len(r.Audit) != 1 || r.Version != u.Version+1 {
 		t.Fatalf("after a lost answer: %+v, %v", r, err)
@@ -404,7 +406,7 @@ func TestDeliveriesOldestFirstPerTenantAndPaged(t *testing.T) {
 		t.Errorf("queued: %v, want only the retry", got)
 	}
 	// A settled ticket leaves the listing.
-	if _, err := o.admin.Settle(ctx, dynamo.Settlement{TicketID: all[0], As: dynamo.SettleAbandoned, Expect: delivery.Uncertain, Reason: "dup", Who: "a", At: t1.Add(time.Hour)}); err != nil {
+	if _, err := o.admin.Settle(ctx, dynamo.Settlement{TicketID: all[0], As: dynamo.SettleAbandoned, Expect: delivery.Uncertain, Reason: "dup", Actor: delivery.Actor{Who: "a"}, At: t1.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := list(dynamo.DeliveryQuery{State: delivery.Uncertain, Limit: 100}); !slices.Equal(got, all[1:]) {
@@ -443,7 +445,7 @@ func TestSettlementKeepsItsOperation(t *testing.T) {
 	at := t1.Add(20 * time.Hour)
 	if _, err := o.admin.Settle(context.Background(), dynamo.Settlement{
 		TicketID: tk.ID, As: dynamo.SettleDelivered, Expect: delivery.Uncertain, Version: before.Version,
-		Receipt: delivery.Receipt{ID: "4711"}, Who: "alice", At: at, Keep: 24 * time.Hour,
+		Receipt: delivery.Receipt{ID: "4711"}, Actor: delivery.Actor{Who: "alice"}, At: at, Keep: 24 * time.Hour,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +461,7 @@ func TestSettlementKeepsItsOperation(t *testing.T) {
 	b2 := o.move(other.ID, delivery.Failed, t1.Add(time.Minute))
 	if _, err := o.admin.Settle(context.Background(), dynamo.Settlement{
 		TicketID: other.ID, As: dynamo.SettleAbandoned, Expect: delivery.Failed, Version: b2.Version,
-		Reason: "r", Who: "alice", At: t1.Add(time.Hour), Keep: time.Hour,
+		Reason: "r", Actor: delivery.Actor{Who: "alice"}, At: t1.Add(time.Hour), Keep: time.Hour,
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -92,10 +92,11 @@ type body struct {
 // bodyOf is the body Create sends for t. It depends on t alone, so every
 // attempt for one ticket sends the same bytes. The tenant and requester
 // are members of their own, from oncecall's records; the model's tags are
-// namespaced (delivery.ModelTags).
+// namespaced (delivery.ModelTags), its priority one of four
+// (delivery.Priority).
 func bodyOf(t ticket.Ticket) body {
 	return body{ExternalID: t.ID, TenantID: t.Tenant, Requester: t.UserID, Title: t.Title,
-		Description: t.Description, Priority: t.Priority, Tags: delivery.ModelTags(t.Tags),
+		Description: t.Description, Priority: delivery.Priority(t.Priority), Tags: delivery.ModelTags(t.Tags),
 		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
 }
 

@@ -216,7 +216,7 @@ func (d *Destination) bodyOf(t ticket.Ticket) createBody {
 		text = strings.Join(block, "\n") + "\n" + IdentityEnd + "\n\n" + neutralize(text)
 	}
 	tags := append(delivery.ModelTags(t.Tags), Tag)
-	return createBody{Ticket: newTicket{Subject: t.Title, Comment: comment{Body: text}, Priority: t.Priority,
+	return createBody{Ticket: newTicket{Subject: t.Title, Comment: comment{Body: text}, Priority: delivery.Priority(t.Priority),
 		Tags: tags, ExternalID: t.ID, RequesterID: d.opts.RequesterID, CustomFields: fields}}
 }
 

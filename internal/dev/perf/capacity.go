@@ -466,7 +466,7 @@ func adminRows(ctx context.Context, run *capacityRun, ids []string) (int, error)
 			return err
 		}},
 		{"delivery settle -as abandoned -expect failed", func() error {
-			_, err := admin.Settle(ctx, dynamo.Settlement{TicketID: failedID, As: dynamo.SettleAbandoned, Expect: delivery.Failed, Reason: "measured", Who: "bench"})
+			_, err := admin.Settle(ctx, dynamo.Settlement{TicketID: failedID, As: dynamo.SettleAbandoned, Expect: delivery.Failed, Reason: "measured", Actor: delivery.Actor{Who: "bench"}})
 			return err
 		}},
 		{"delivery recover -dry-run (scans the table)", func() error {

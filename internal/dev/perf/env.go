@@ -126,6 +126,12 @@ type outboxFunc func(ctx context.Context, cfg config.Config, store *dynamo.Store
 // startService is StartService for cfg, with the outbox withOutbox builds
 // (none when nil).
 func startService(ctx context.Context, cfg config.Config, withOutbox outboxFunc) (*Service, error) {
+	return startWrappedService(ctx, cfg, withOutbox, nil)
+}
+
+// startWrappedService is startService with the HTTP handler passed through
+// wrap (none when nil), such as a limit of concurrent invocations.
+func startWrappedService(ctx context.Context, cfg config.Config, withOutbox outboxFunc, wrap func(http.Handler) http.Handler) (*Service, error) {
 	awsCfg, err := profile.AWSConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -155,9 +161,13 @@ func startService(ctx context.Context, cfg config.Config, withOutbox outboxFunc)
 		stop()
 		return nil, err
 	}
+	var handler http.Handler = httpapi.New(h, "")
+	if wrap != nil {
+		handler = wrap(handler)
+	}
 	s := &Service{
 		URL: "http://" + ln.Addr().String() + httpapi.CallbackPath, Handler: h, Store: store, Table: cfg.Table,
-		srv:  &http.Server{Handler: httpapi.New(h, ""), ReadHeaderTimeout: 5 * time.Second},
+		srv:  &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second},
 		done: make(chan struct{}), stop: stop,
 	}
 	go func() {

@@ -39,6 +39,9 @@ type Options struct {
 	Bursts             int
 
 	CapacitySamples int
+
+	// FloodSamples is how many legitimate calls each flood scenario sends.
+	FloodSamples int
 }
 
 func (o Options) wants(part string) bool {
@@ -74,6 +77,7 @@ func Run(ctx context.Context, o Options) error {
 		{"capacity", capacityPart},
 		{"doors", doorsPart},
 		{"contention", contentionPart},
+		{"flood", floodPart},
 	}
 	var doc strings.Builder
 	started := time.Now().UTC()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -189,6 +190,30 @@ func DynamoGrants(t testing.TB, c AWSCall, tables map[string]string) []Grant {
 	type keyed struct {
 		TableName string
 		Key, Item map[string]struct{ S string }
+		// What the request names and asks back.
+		ExpressionAttributeNames                                                  map[string]string
+		ConditionExpression, UpdateExpression, ProjectionExpression, ReturnValues string
+	}
+	// attrs is dynamodb:Attributes of a request: the top-level attributes
+	// it names, in its key, its item, its expressions' names and any name
+	// its expressions write out.
+	attrs := func(k keyed) string {
+		set := map[string]bool{}
+		for n := range k.Key {
+			set[n] = true
+		}
+		for n := range k.Item {
+			set[n] = true
+		}
+		for _, n := range k.ExpressionAttributeNames {
+			set[n] = true
+		}
+		for _, e := range []string{k.ConditionExpression, k.UpdateExpression, k.ProjectionExpression} {
+			for _, n := range bareNames(e) {
+				set[n] = true
+			}
+		}
+		return strings.Join(slices.Sorted(maps.Keys(set)), ",")
 	}
 	pk := func(k keyed) string {
 		if v, ok := k.Key["pk"]; ok {
@@ -210,13 +235,13 @@ func DynamoGrants(t testing.TB, c AWSCall, tables map[string]string) []Grant {
 					"ConditionCheck": "dynamodb:ConditionCheckItem", "Put": "dynamodb:PutItem",
 					"Update": "dynamodb:UpdateItem", "Delete": "dynamodb:DeleteItem", "Get": "dynamodb:GetItem",
 				}[kind]
-				out = append(out, Grant{Action: action, Resource: ref(a.TableName), Key: pk(a)})
+				out = append(out, Grant{Action: action, Resource: ref(a.TableName), Key: pk(a), Attrs: attrs(a), Returns: a.ReturnValues})
 			}
 		}
 	default:
 		var in struct {
-			TableName, IndexName string
-			Key, Item            map[string]struct{ S string }
+			keyed
+			IndexName string
 		}
 		if err := json.Unmarshal(c.Body, &in); err != nil {
 			t.Fatal(err)
@@ -225,7 +250,31 @@ func DynamoGrants(t testing.TB, c AWSCall, tables map[string]string) []Grant {
 		if in.IndexName != "" {
 			res += "/index/" + in.IndexName
 		}
-		out = append(out, Grant{Action: "dynamodb:" + op, Resource: res, Key: pk(keyed{Key: in.Key, Item: in.Item})})
+		out = append(out, Grant{Action: "dynamodb:" + op, Resource: res, Key: pk(in.keyed), Attrs: attrs(in.keyed), Returns: in.ReturnValues})
+	}
+	return out
+}
+
+// expressionWords are the words of DynamoDB's expressions that are not
+// attribute names.
+var expressionWords = map[string]bool{
+	"SET": true, "REMOVE": true, "ADD": true, "DELETE": true, "AND": true, "OR": true, "NOT": true,
+	"BETWEEN": true, "IN": true, "if_not_exists": true, "list_append": true, "attribute_exists": true,
+	"attribute_not_exists": true, "attribute_type": true, "begins_with": true, "contains": true, "size": true,
+}
+
+// bareNames returns the attribute names expression e writes out, not
+// through a #name: the words that are neither a #name, a :value nor one
+// of the expression's own.
+func bareNames(e string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(e, func(r rune) bool {
+		return !(r == '#' || r == ':' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		if f[0] == '#' || f[0] == ':' || f[0] >= '0' && f[0] <= '9' || expressionWords[f] {
+			continue
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -34,8 +34,9 @@ func TestStoreGrants(t *testing.T) {
 // resource whose LeadingKeys patterns, if any, match its partition key.
 func TestPermits(t *testing.T) {
 	role := map[samtest.Grant]bool{
-		{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Keys: "op#*,ticket#*"}: true,
-		{Action: "dynamodb:Query", Resource: "getatt:Table.Arn/index/attention"}:          true,
+		{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn", Keys: "op#*,ticket#*"}:                                           true,
+		{Action: "dynamodb:Query", Resource: "getatt:Table.Arn/index/attention"}:                                                    true,
+		{Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Keys: "ticket#*", Attrs: "delivery,dver,pk", Returns: "NONE"}: true,
 	}
 	for _, c := range []struct {
 		req samtest.Grant
@@ -48,6 +49,10 @@ func TestPermits(t *testing.T) {
 		{samtest.Grant{Action: "dynamodb:PutItem", Resource: "getatt:Table.Arn"}, false},
 		{samtest.Grant{Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Key: "op#1"}, false},
 		{samtest.Grant{Action: "dynamodb:Query", Resource: "getatt:Table.Arn/index/attention"}, true},
+		{samtest.Grant{Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Key: "ticket#c370", Attrs: "delivery,pk", Returns: "NONE"}, true},
+		{samtest.Grant{Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Key: "ticket#c370", Attrs: "audit,delivery,pk", Returns: "NONE"}, false},
+		{samtest.Grant{Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Key: "ticket#c370", Attrs: "delivery,pk", Returns: "ALL_OLD"}, false},
+		{samtest.Grant{Action: "dynamodb:UpdateItem", Resource: "getatt:Table.Arn", Key: "ticket#c370", Attrs: "delivery,pk"}, false},
 	} {
 		if _, ok := samtest.Permits(role, c.req); ok != c.ok {
 			t.Errorf("Permits(%s) = %v, want %v", c.req, ok, c.ok)

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/oncecall/oncecall/internal/delivery"
+)
+
+// Where a change's identity came from (who.Via).
+const (
+	// viaAWS: the caller's AWS identity, as STS GetCallerIdentity answered
+	// for the credentials the change is made with.
+	viaAWS = "aws_caller_identity"
+	// viaOperatorFlag and viaOperatorEnv: off AWS, a name the person gave,
+	// which nothing verifies.
+	viaOperatorFlag = "-operator"
+	viaOperatorEnv  = envOperator
+	// viaUnnamed: off AWS, a change that needs no name, made without one.
+	viaUnnamed = "unnamed"
+)
+
+// who is the identity a change is logged and audited under.
+type who struct {
+	// ID is the identity: the caller's AWS ARN on AWS; off AWS the name
+	// given with -operator or ONCECALL_OPERATOR, unverified.
+	ID string
+	// Via says where ID came from: viaAWS, viaOperatorFlag or
+	// viaOperatorEnv.
+	Via string
+	// Verified is true only for an identity AWS established.
+	Verified bool
+	// SourceIdentity is the AWS session's sts:SourceIdentity, when the
+	// identifier knows it. STS GetCallerIdentity does not return it;
+	// CloudTrail records it with every data event of the session.
+	SourceIdentity string
+	// Operator is an -operator name given on AWS: a label beside the
+	// identity, never the identity.
+	Operator string
+}
+
+// actor is w as a decision's audit records it: the identity, how it was
+// established, and the operator's label apart from it.
+func (w who) actor() delivery.Actor {
+	return delivery.Actor{Who: w.ID, Via: w.Via, Verified: w.Verified, SourceIdentity: w.SourceIdentity, Operator: w.Operator}
+}
+
+// label writes w for a person: the identity, "(unverified)" when nothing
+// verified it, and any operator label apart.
+func (w who) label() string {
+	s := w.ID
+	if !w.Verified {
+		s += " (unverified)"
+	}
+	if w.Operator != "" {
+		s += fmt.Sprintf(", operator label %q", w.Operator)
+	}
+	return s
+}
+
+// identifier establishes who makes a change. Without an identity nothing
+// may be changed.
+type identifier interface {
+	identify(ctx context.Context) (who, error)
+}
+
+// callerIdentityAPI is the STS call awsIdentity makes.
+type callerIdentityAPI interface {
+	GetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
+}
+
+// awsIdentity is the identity of the AWS credentials a change is made
+// with, whatever -operator says.
+type awsIdentity struct {
+	api      callerIdentityAPI
+	operator string
+	// sourceIdentity is the one the session was assumed with, if any.
+	sourceIdentity string
+}
+
+func (a awsIdentity) identify(ctx context.Context) (who, error) {
+	if a.operator != "" {
+		if err := checkOperator(a.operator, "-operator"); err != nil {
+			return who{}, err
+		}
+	}
+	out, err := a.api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return who{}, fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
+	}
+	arn := aws.ToString(out.Arn)
+	if arn == "" {
+		return who{}, fmt.Errorf("STS GetCallerIdentity answered no ARN; nothing was changed")
+	}
+	return who{ID: arn, Via: viaAWS, Verified: true, SourceIdentity: a.sourceIdentity, Operator: a.operator}, nil
+}
+
+// localIdentity is, off AWS, the name the person gives: -operator, else
+// ONCECALL_OPERATOR. Nothing verifies it (Verified is false), and a local
+// store has no other.
+type localIdentity struct {
+	flags  *operatorFlags
+	getenv func(string) string
+	// anyone: the command needs no name (table create); without one the
+	// change is logged as unnamed.
+	anyone bool
+}
+
+func (l localIdentity) identify(context.Context) (who, error) {
+	name, err := l.flags.local(l.getenv, l.anyone)
+	if err != nil {
+		return who{}, err
+	}
+	via := viaOperatorFlag
+	switch {
+	case name == "":
+		via = viaUnnamed
+	case l.flags.name == "":
+		via = viaOperatorEnv
+	}
+	return who{ID: name, Via: via}, nil
+}
+
+// identifier returns how s establishes who makes a change: the AWS caller
+// identity on AWS (or wherever the tool was given an STS client, as tests
+// give it), the operator's name elsewhere.
+func (s *session) identifier() identifier {
+	switch {
+	case s.tool.sts != nil:
+		return awsIdentity{api: s.tool.sts, operator: s.inv.who.name, sourceIdentity: s.sourceIdentity}
+	case s.target.kind == targetAWS:
+		return awsIdentity{api: sts.NewFromConfig(s.awsCfg), operator: s.inv.who.name, sourceIdentity: s.sourceIdentity}
+	}
+	return localIdentity{flags: &s.inv.who, getenv: s.tool.getenv, anyone: s.cmd.anyone}
+}
+
+// whoAmI establishes who makes a change.
+func (s *session) whoAmI(ctx context.Context) (who, error) {
+	return s.identifier().identify(ctx)
+}
+
+// roleAPI is what assumeRole calls: who the caller is, then the role.
+type roleAPI interface {
+	callerIdentityAPI
+	stscreds.AssumeRoleAPIClient
+}
+
+// assumeRole returns cfg with the credentials of role, assumed with the
+// caller's own AWS name (sourceIdentityOf its ARN) as the session's source
+// identity and name, and that source identity. AWS keeps a source identity
+// for the whole session, role chaining included, and CloudTrail records it
+// with every request; a role whose trust policy requires one refuses a
+// session without it.
+func assumeRole(ctx context.Context, cfg aws.Config, api roleAPI, role string) (aws.Config, string, error) {
+	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return cfg, "", fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
+	}
+	si, err := sourceIdentityOf(aws.ToString(out.Arn))
+	if err != nil {
+		return cfg, "", err
+	}
+	cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(api, role, func(o *stscreds.AssumeRoleOptions) {
+		o.SourceIdentity, o.RoleSessionName = aws.String(si), si
+	}))
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return cfg, "", fmt.Errorf("cannot assume %s with source identity %q: %w; nothing was changed", role, si, err)
+	}
+	return cfg, si, nil
+}
+
+// sourceIdentityOf is the name an ARN ends with (a user's name, an assumed
+// role's session name), in the characters a source identity may hold
+// (letters, digits and "_+=,.@-", others dropped), at most 64.
+func sourceIdentityOf(arn string) (string, error) {
+	name := arn[strings.LastIndexAny(arn, "/:")+1:]
+	var b strings.Builder
+	for _, r := range name {
+		if r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_+=,.@-", r)) {
+			b.WriteRune(r)
+		}
+	}
+	si := b.String()
+	if len(si) > 64 {
+		si = si[:64]
+	}
+	if len(si) < 2 {
+		return "", fmt.Errorf("cannot make a source identity from %q: a session needs 2 to 64 of letters, digits and _+=,.@-", arn)
+	}
+	return si, nil
+}
