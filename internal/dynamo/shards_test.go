@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/ticket"
@@ -392,5 +393,29 @@ func TestRelistMovesEntriesOfTheEarlierIndex(t *testing.T) {
 	}
 	if n, err := o.store.Relist(ctx); err != nil || n != 0 {
 		t.Errorf("a second Relist = %d, %v; want nothing left", n, err)
+	}
+}
+
+// TestRelistWithoutTheEarlierIndex: on a table that never had the earlier
+// attention index (or whose operator deleted it once empty), Relist has
+// nothing to move and is no error.
+func TestRelistWithoutTheEarlierIndex(t *testing.T) {
+	env := dynamotest.New(t)
+	table := env.Table + "-x"
+	in := dynamo.CreateTableInput(table)
+	in.GlobalSecondaryIndexes = slices.DeleteFunc(in.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndex) bool {
+		return aws.ToString(g.IndexName) == dynamo.LegacyAttentionIndex
+	})
+	in.AttributeDefinitions = slices.DeleteFunc(in.AttributeDefinitions, func(a types.AttributeDefinition) bool {
+		n := aws.ToString(a.AttributeName)
+		return n == "attn" || n == "attn_at"
+	})
+	ctx := context.Background()
+	if _, err := env.Client.CreateTable(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.Client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	if n, err := dynamo.New(env.Client, table).Relist(ctx); err != nil || n != 0 {
+		t.Errorf("Relist = %d, %v; want nothing and no error", n, err)
 	}
 }
