@@ -270,7 +270,11 @@ func deliveryList(fs *flag.FlagSet) action {
 					row(w, d.TicketID, d.Tenant, orDash(d.RequestID), d.EnteredAt, age(now.Sub(entered)),
 						strconv.Itoa(d.Attempts), last, orDash(d.NextAttemptAt), strconv.FormatInt(d.Version, 10))
 				}
-				fmt.Fprintf(w, "(%d %s, oldest first", len(out.Deliveries), *state)
+				order := "oldest first"
+				if delivery.State(*state) == delivery.Queued {
+					order = "soonest next attempt first"
+				}
+				fmt.Fprintf(w, "(%d %s, %s", len(out.Deliveries), *state, order)
 				if *tenant != "" {
 					fmt.Fprintf(w, ", tenant %s", *tenant)
 				}

@@ -751,7 +751,7 @@ func TestRecoverStrandedDeliveries(t *testing.T) {
 	// queued, outside the attention index, known to the stream alone.
 	if _, err := d.env.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 		TableName: aws.String(d.env.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ticket#" + id}},
-		UpdateExpression: aws.String("REMOVE attn, attn_at, next_at"),
+		UpdateExpression: aws.String("REMOVE attn_shard, attn_due, attn, attn_at, next_at"),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -59,8 +59,8 @@ func deploy(t testing.TB, overrides map[string]string) *samtest.Stack {
 // workerCalls are the store calls the worker makes: dynamo.Store's Lease,
 // Finish and Defer (UpdateItem), the read after a refused lease that came
 // without the item (GetItem), Due and Pending (Query of the attention
-// index).
-var workerCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"}, {Method: "Query", Index: dynamo.AttentionIndex}}
+// index) and Relist (Query of the earlier attention index, UpdateItem).
+var workerCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"}, {Method: "Query", Index: dynamo.AttentionIndex}, {Method: "Query", Index: dynamo.LegacyAttentionIndex}}
 
 // withoutDestination are the resources and outputs of the stack as it was
 // before delivery existed.

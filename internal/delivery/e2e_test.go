@@ -162,8 +162,8 @@ func TestEveryCapabilityAndFault(t *testing.T) {
 					if rep.State != delivery.Uncertain || len(got) != want || !d.MaybeSent {
 						t.Fatalf("state %s, %d tickets at the helpdesk; want uncertain and %d", rep.State, len(got), want)
 					}
-					if n, _, err := e.store.Pending(context.Background(), delivery.Uncertain); err != nil || n != 1 {
-						t.Fatalf("the uncertain delivery is not listed for a person: %d, %v", n, err)
+					if c, err := e.store.Pending(context.Background(), delivery.Uncertain); err != nil || c.N != 1 {
+						t.Fatalf("the uncertain delivery is not listed for a person: %+v, %v", c, err)
 					}
 				}
 				keys := e.hd.KeyRequests()

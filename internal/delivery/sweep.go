@@ -66,9 +66,11 @@ type SweepReport struct {
 	Backlog  Backlog
 }
 
-// Sweep handles every delivery whose retry is due, then measures the
-// backlog. It stops early, leaving the rest to the next sweep, when ctx
-// has too little time left for another attempt.
+// Sweep handles the deliveries whose retry is due, then measures the
+// backlog. It reads one pass of Store.Due, which is bounded, and stops
+// early when ctx has too little time left for another attempt: either way
+// the rest waits for the next sweep. A Store that is a Relister first
+// relists some deliveries an earlier version listed.
 func (w *Worker) Sweep(ctx context.Context) (SweepReport, error) {
 	rep := SweepReport{Outcomes: map[string]int{}}
 	var mu sync.Mutex
@@ -76,6 +78,11 @@ func (w *Worker) Sweep(ctx context.Context) (SweepReport, error) {
 	sem := make(chan struct{}, SweepConcurrency)
 	var wg sync.WaitGroup
 	now := w.now()
+	if rl, ok := w.Store.(Relister); ok {
+		if _, err := rl.Relist(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	cursor := ""
 sweep:
 	for {
@@ -132,19 +139,19 @@ func (w *Worker) timeFor(ctx context.Context) bool {
 
 func (w *Worker) backlog(ctx context.Context) (Backlog, error) {
 	var b Backlog
-	n, oldest, err := w.Store.Pending(ctx, Queued)
-	if err != nil {
-		return b, err
-	}
-	b.Queued = n
-	if n > 0 {
-		b.OldestQueued = max(0, w.now().Sub(oldest))
-	}
-	if b.Uncertain, _, err = w.Store.Pending(ctx, Uncertain); err != nil {
-		return b, err
-	}
-	if b.Failed, _, err = w.Store.Pending(ctx, Failed); err != nil {
-		return b, err
+	for _, c := range []struct {
+		s State
+		n *int
+	}{{Queued, &b.Queued}, {Uncertain, &b.Uncertain}, {Failed, &b.Failed}} {
+		got, err := w.Store.Pending(ctx, c.s)
+		if err != nil {
+			return b, err
+		}
+		*c.n = got.N
+		b.AtLeast = b.AtLeast || got.AtLeast
+		if c.s == Queued && got.N > 0 {
+			b.OldestQueued = max(0, w.now().Sub(got.Earliest))
+		}
 	}
 	return b, nil
 }

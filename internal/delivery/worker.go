@@ -34,13 +34,35 @@ type Store interface {
 	// longer holds it.
 	Defer(ctx context.Context, id, owner string, at time.Time) error
 	// Due returns up to limit ids of queued tickets whose next attempt is
-	// due at now, oldest first, from the position cursor ("" for the
-	// start); next is "" after the last page.
+	// due at now, from the position cursor ("" for the start of a pass);
+	// next is "" after the last page of the pass. One pass reads a
+	// bounded number of entries, however many are due: the rest wait for
+	// the next pass.
 	Due(ctx context.Context, now time.Time, cursor string, limit int) (ids []string, next string, err error)
 	// Pending counts the deliveries waiting in state s (queued with a
-	// retry scheduled, failed or uncertain) and returns the time the oldest
-	// entered it.
-	Pending(ctx context.Context, s State) (n int, oldest time.Time, err error)
+	// retry scheduled, failed or uncertain), up to a bound of the store's.
+	Pending(ctx context.Context, s State) (Count, error)
+}
+
+// Relister is a Store that may hold deliveries listed the way an earlier
+// version listed them, which its Due and Pending do not see. Relist lists a
+// bounded number of them anew and returns how many it moved; Sweep calls it
+// before reading what is due, so that such deliveries are taken up within
+// a few sweeps of an upgrade.
+type Relister interface {
+	Relist(ctx context.Context) (moved int, err error)
+}
+
+// Count is what Store.Pending found waiting in one state.
+type Count struct {
+	// N deliveries were counted. AtLeast is true when the store stopped
+	// counting at its bound: there are more than N.
+	N       int
+	AtLeast bool
+	// Earliest is, of those counted, the earliest next attempt (Queued)
+	// or the earliest time one entered the state (the others); zero when
+	// N is 0.
+	Earliest time.Time
 }
 
 // NotLeasable is the error Store.Lease returns when the delivery cannot be
@@ -79,11 +101,16 @@ type Observer interface {
 // Backlog is what waits for the sweep or for a person.
 type Backlog struct {
 	// Queued counts queued tickets with a retry scheduled; OldestQueued is
-	// how long the oldest of them has been waiting.
+	// how long the most overdue of them has been due (0 when none is due
+	// yet): it grows when retries wait for a sweep that does not come or
+	// cannot keep up.
 	Queued       int
 	OldestQueued time.Duration
 	Uncertain    int
 	Failed       int
+	// AtLeast is true when a count stopped at the store's bound: the
+	// counts are then lower bounds.
+	AtLeast bool
 }
 
 // Outcomes of one call to Deliver, as logged and counted.

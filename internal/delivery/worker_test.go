@@ -186,11 +186,11 @@ func (r *rig) due() []string {
 
 func (r *rig) pending(s delivery.State) int {
 	r.t.Helper()
-	n, _, err := r.store.Pending(context.Background(), s)
+	c, err := r.store.Pending(context.Background(), s)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return n
+	return c.N
 }
 
 // TestFirstAttemptDeliversInThreeStoreRequests: the lease (an UpdateItem

@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,8 +50,8 @@ type DeliveryQuery struct {
 // ListedDelivery is one ticket Admin.Deliveries lists.
 type ListedDelivery struct {
 	TicketID string
-	// Entered is when the ticket entered the state, as the index lists it
-	// (its sort key).
+	// Entered is when the ticket entered the state, as the index shows it
+	// (its projected since).
 	Entered time.Time
 	// Ticket and Delivery are the item as a consistent read finds it.
 	Ticket   ticket.Ticket
@@ -58,7 +60,7 @@ type ListedDelivery struct {
 
 // DeliveryPage is one page of Admin.Deliveries.
 type DeliveryPage struct {
-	// Deliveries are oldest first (by when they entered the state).
+	// Deliveries are in the state's order (see Admin.Deliveries).
 	Deliveries []ListedDelivery
 	// Next is the After of the next page; empty on the last.
 	Next string
@@ -68,13 +70,17 @@ type DeliveryPage struct {
 	Examined, Stale int
 }
 
-// Deliveries lists the tickets whose delivery is in q.State, oldest first,
-// by a Query of AttentionIndex (never a scan): the key condition picks the
-// state and, with q.EnteredBefore, the age; q.Tenant is a filter on the
-// index's projected tenant_id. The tickets found are read with strongly
-// consistent reads, and an entry whose ticket has left the state since is
-// left out. A page ends after q.Limit deliveries, or after
-// MaxDeliveriesExamined index entries, with a cursor for the next.
+// Deliveries lists the tickets whose delivery is in q.State, in the order
+// of AttentionIndex (uncertain and failed: oldest first, by when they
+// entered the state; queued: by next attempt, soonest first), by Queries
+// of each of the state's shards (never a scan), merged. For uncertain and
+// failed the key condition also picks the age (q.EnteredBefore); for
+// queued the age, and q.Tenant for every state, are filters on the
+// index's projected since and tenant_id. The tickets found are read with
+// strongly consistent reads, and an entry whose ticket has left the state
+// since is left out. A page ends after q.Limit deliveries, or after
+// MaxDeliveriesExamined index entries, with a cursor for the next: one
+// position in the state's order, which resumes every shard after it.
 func (a *Admin) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage, error) {
 	switch {
 	case !slices.Contains(Listed, q.State):
@@ -82,100 +88,238 @@ func (a *Admin) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage, 
 	case q.Limit < 1 || q.Limit > MaxListDeliveries:
 		return DeliveryPage{}, fmt.Errorf("dynamo: list limit %d is outside 1 to %d", q.Limit, MaxListDeliveries)
 	}
-	start, err := attentionCursor(q.After, q.State)
+	after, err := attentionCursor(q.After, q.State)
 	if err != nil {
 		return DeliveryPage{}, err
 	}
-	cond := "#attn = :s"
-	names := map[string]string{"#attn": attrAttention}
-	values := map[string]types.AttributeValue{":s": strAV(string(q.State))}
-	if !q.EnteredBefore.IsZero() {
-		cond += " AND #at <= :before"
-		names["#at"], values[":before"] = attrAttentionAt, strAV(indexTime(q.EnteredBefore))
-	}
-	var filter *string
-	if q.Tenant != "" {
-		filter = aws.String("#tenant = :tenant")
-		names["#tenant"], values[":tenant"] = attrTenant, strAV(q.Tenant)
+	m := &merge{a: a, q: q, after: after, ctx: ctx}
+	for n := range AttentionShards {
+		m.shards = append(m.shards, &shardRead{key: shardKey(q.State, n), pos: after, more: true})
 	}
 	var page DeliveryPage
 	var entries []map[string]types.AttributeValue
-	for {
-		limit := int(a.pageSize)
-		if filter == nil {
-			limit = min(limit, q.Limit-len(entries))
-		}
-		in := &dynamodb.QueryInput{
-			TableName: &a.table, IndexName: aws.String(AttentionIndex),
-			KeyConditionExpression: aws.String(cond), FilterExpression: filter,
-			ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			ExclusiveStartKey: start,
-			Limit:             aws.Int32(int32(limit)), // #nosec G115 -- at most MaxListDeliveries or the page size
-		}
-		var out *dynamodb.QueryOutput
-		err := a.store.retry(ctx, func() (err error) {
-			out, err = a.api.Query(ctx, in)
-			return err
-		})
-		if err != nil {
+	last := ""
+	for len(entries) < q.Limit {
+		if err := m.fill(&page); err != nil {
 			return DeliveryPage{}, err
 		}
-		// A store that does not report ScannedCount still counts what it
-		// returned.
-		page.Examined += max(int(out.ScannedCount), len(out.Items))
-		for i, item := range out.Items {
-			entries = append(entries, item)
-			if len(entries) == q.Limit {
-				if i < len(out.Items)-1 || len(out.LastEvaluatedKey) > 0 {
-					if page.Next, err = encodeCursor(indexKeyOf(item)); err != nil {
-						return DeliveryPage{}, err
-					}
-				}
-				return a.readListed(ctx, q.State, entries, page)
-			}
+		if m.stopped {
+			break
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return a.readListed(ctx, q.State, entries, page)
+		head := m.head()
+		if head == nil {
+			break
 		}
-		start = out.LastEvaluatedKey
-		if page.Examined >= MaxDeliveriesExamined {
-			if page.Next, err = encodeCursor(start); err != nil {
-				return DeliveryPage{}, err
-			}
-			return a.readListed(ctx, q.State, entries, page)
-		}
+		item := head.buf[0]
+		head.buf = head.buf[1:]
+		head.pos = dueKeyOf(item)
+		last = head.pos
+		entries = append(entries, item)
 	}
+	if page.Next, err = m.cursor(last); err != nil {
+		return DeliveryPage{}, err
+	}
+	return a.readListed(ctx, q.State, entries, page)
 }
 
-// indexKeyOf is the position of an AttentionIndex entry, as a Query's
-// ExclusiveStartKey names it: the table key and the index key.
-func indexKeyOf(item map[string]types.AttributeValue) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
-		PartitionKey: item[PartitionKey], attrAttention: item[attrAttention], attrAttentionAt: item[attrAttentionAt],
+// shardRead is one shard of a Deliveries merge: the entries read and not
+// yet listed (buf, in order), whether the shard has more past them, where
+// its next page starts, and pos, the position up to which every entry of
+// the shard is listed or filtered out.
+type shardRead struct {
+	key   string
+	buf   []map[string]types.AttributeValue
+	more  bool
+	start map[string]types.AttributeValue
+	pos   string
+}
+
+// merge reads the shards of one Deliveries page.
+type merge struct {
+	a       *Admin
+	q       DeliveryQuery
+	after   string
+	shards  []*shardRead
+	stopped bool // MaxDeliveriesExamined reached
+	ctx     context.Context
+}
+
+// fill reads a page of every shard whose buffer is empty and that has
+// more, until each has an entry or none left, or until page has examined
+// MaxDeliveriesExamined entries (m.stopped).
+func (m *merge) fill(page *DeliveryPage) error {
+	for _, sh := range m.shards {
+		for len(sh.buf) == 0 && sh.more {
+			if page.Examined >= MaxDeliveriesExamined {
+				m.stopped = true
+				return nil
+			}
+			items, err := m.read(sh, page)
+			if err != nil {
+				return err
+			}
+			sh.buf = items
+		}
 	}
+	return nil
+}
+
+// read queries the next page of sh.
+func (m *merge) read(sh *shardRead, page *DeliveryPage) ([]map[string]types.AttributeValue, error) {
+	q := m.q
+	cond := "#ash = :sh"
+	names := map[string]string{"#ash": attrAttention}
+	values := map[string]types.AttributeValue{":sh": strAV(sh.key)}
+	var filters []string
+	upper := ""
+	if !q.EnteredBefore.IsZero() {
+		if q.State == delivery.Queued {
+			filters = append(filters, "#since <= :before")
+			names["#since"], values[":before"] = attrSince, msAV(q.EnteredBefore)
+		} else {
+			upper = dueKeyEnd(q.EnteredBefore)
+		}
+	}
+	switch {
+	case m.after != "" && upper != "" && m.after >= upper:
+		sh.more = false // resumes past the age asked for: nothing left
+		return nil, nil
+	case m.after != "" && upper != "":
+		cond += " AND #adue BETWEEN :after AND :upper"
+		values[":after"], values[":upper"] = strAV(m.after), strAV(upper)
+	case m.after != "":
+		cond += " AND #adue > :after"
+		values[":after"] = strAV(m.after)
+	case upper != "":
+		cond += " AND #adue <= :upper"
+		values[":upper"] = strAV(upper)
+	}
+	if strings.Contains(cond, "#adue") {
+		names["#adue"] = attrAttentionDue
+	}
+	if q.Tenant != "" {
+		filters = append(filters, "#tenant = :tenant")
+		names["#tenant"], values[":tenant"] = attrTenant, strAV(q.Tenant)
+	}
+	var filter *string
+	if len(filters) > 0 {
+		filter = aws.String(strings.Join(filters, " AND "))
+	}
+	limit := int(m.a.pageSize)
+	if filter == nil {
+		// A page of one shard needs no more than its share, and one more
+		// to know what follows.
+		limit = min(limit, q.Limit/AttentionShards+2)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: &m.a.table, IndexName: aws.String(AttentionIndex),
+		KeyConditionExpression: aws.String(cond), FilterExpression: filter,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ExclusiveStartKey: sh.start,
+		Limit:             aws.Int32(int32(limit)), // #nosec G115 -- at most the page size
+	}
+	var out *dynamodb.QueryOutput
+	err := m.a.store.retry(m.ctx, func() (err error) {
+		out, err = m.a.api.Query(m.ctx, in)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A store that does not report ScannedCount still counts what it
+	// returned.
+	page.Examined += max(int(out.ScannedCount), len(out.Items))
+	items := make([]map[string]types.AttributeValue, 0, len(out.Items))
+	for _, it := range out.Items {
+		if k := dueKeyOf(it); k != "" && k != m.after {
+			items = append(items, it)
+		}
+	}
+	sh.more, sh.start = len(out.LastEvaluatedKey) > 0, out.LastEvaluatedKey
+	if len(items) == 0 && sh.more {
+		// Everything up to the page's end is filtered out.
+		if k, ok := out.LastEvaluatedKey[attrAttentionDue].(*types.AttributeValueMemberS); ok {
+			sh.pos = k.Value
+		}
+	}
+	return items, nil
+}
+
+// head is the shard whose first buffered entry comes first; nil when every
+// shard is done.
+func (m *merge) head() *shardRead {
+	var best *shardRead
+	for _, sh := range m.shards {
+		if len(sh.buf) > 0 && (best == nil || dueKeyOf(sh.buf[0]) < dueKeyOf(best.buf[0])) {
+			best = sh
+		}
+	}
+	return best
+}
+
+// cursor is the position the next page resumes after, "" when no shard
+// has anything left. last is the last position listed ("" for none):
+// every shard holds nothing unlisted before it. Past it, a shard's pos
+// says how far it is known to hold nothing to list, so the least pos of
+// the shards not done is a position too, and the later of the two is
+// taken.
+func (m *merge) cursor(last string) (string, error) {
+	pos, open := "", false
+	for _, sh := range m.shards {
+		if len(sh.buf) == 0 && !sh.more {
+			continue
+		}
+		if !open || sh.pos < pos {
+			pos = sh.pos
+		}
+		open = true
+	}
+	if !open {
+		return "", nil
+	}
+	pos = max(pos, last, m.after)
+	if pos == "" {
+		return "", nil
+	}
+	return encodeAttentionCursor(m.q.State, pos)
+}
+
+// dueKeyOf is the AttentionIndex position of an entry, "" without one.
+func dueKeyOf(item map[string]types.AttributeValue) string {
+	k, _ := item[attrAttentionDue].(*types.AttributeValueMemberS)
+	if k == nil {
+		return ""
+	}
+	return k.Value
+}
+
+// A Deliveries cursor is the state and a position in it, as base64 of
+// JSON.
+type listCursor struct {
+	State string `json:"s"`
+	After string `json:"a"`
+}
+
+func encodeAttentionCursor(st delivery.State, after string) (string, error) {
+	b, err := json.Marshal(listCursor{State: string(st), After: after})
+	return base64.RawURLEncoding.EncodeToString(b), err
 }
 
 // attentionCursor decodes a Deliveries cursor, refusing one that is not a
-// position in state's part of AttentionIndex (DynamoDB would refuse it
-// less clearly).
-func attentionCursor(c string, state delivery.State) (map[string]types.AttributeValue, error) {
-	key, err := decodeCursor(c)
-	if err != nil || key == nil {
-		return key, err
+// position in state's part of AttentionIndex.
+func attentionCursor(c string, state delivery.State) (string, error) {
+	if c == "" {
+		return "", nil
 	}
-	if len(key) != 3 {
-		return nil, ErrBadCursor
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return "", ErrBadCursor
 	}
-	pkv, _ := key[PartitionKey].(*types.AttributeValueMemberS)
-	attn, _ := key[attrAttention].(*types.AttributeValueMemberS)
-	at, _ := key[attrAttentionAt].(*types.AttributeValueMemberS)
-	if pkv == nil || attn == nil || at == nil || !strings.HasPrefix(pkv.Value, ticketPrefix) || attn.Value != string(state) {
-		return nil, ErrBadCursor
+	var lc listCursor
+	if json.Unmarshal(b, &lc) != nil || lc.State != string(state) || !validDueKey(lc.After) {
+		return "", ErrBadCursor
 	}
-	if _, err := time.Parse(indexTimeLayout, at.Value); err != nil {
-		return nil, ErrBadCursor
-	}
-	return key, nil
+	return lc.After, nil
 }
 
 // readListed reads the tickets of entries with consistent reads and adds
@@ -189,9 +333,7 @@ func (a *Admin) readListed(ctx context.Context, state delivery.State, entries []
 			return DeliveryPage{}, fmt.Errorf("dynamo: %s entry without %s", AttentionIndex, PartitionKey)
 		}
 		keys = append(keys, k.Value)
-		if at, ok := e[attrAttentionAt].(*types.AttributeValueMemberS); ok {
-			entered[k.Value], _ = time.Parse(indexTimeLayout, at.Value)
-		}
+		entered[k.Value] = (&decoder{item: e}).ms(attrSince)
 	}
 	items, err := a.batchGet(ctx, keys)
 	if err != nil {

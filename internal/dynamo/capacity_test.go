@@ -42,7 +42,7 @@ func TestEveryStoreCallAsksForCapacity(t *testing.T) {
 	if err := o.store.PutUser(ctx, identity.User{ExternalID: "u-cap", Tenant: "tenant-x", Active: true, Functions: []string{ticket.GetName}}); err != nil { // PutItem
 		t.Fatal(err)
 	}
-	if _, _, err := o.store.Pending(ctx, delivery.Uncertain); err != nil { // Query
+	if _, err := o.store.Pending(ctx, delivery.Uncertain); err != nil { // Query
 		t.Fatal(err)
 	}
 	if _, err := o.admin.Users(ctx, alice.Tenant, "", 10); err != nil { // Query, BatchGetItem

@@ -61,7 +61,7 @@ func WorkerAttributes() []string {
 		PartitionKey, attrDelivery, attrAttempts, attrLeaseOwner, attrLeaseUntil, attrMaybeSent,
 		attrFirstSent, attrLastSent, attrNextAt, attrSince, attrLastCode, attrLastStatus, attrReason,
 		attrDestID, attrDestURL, attrDeliveredAt, attrVersion, attrPrevLeaseOwner, attrPrevLeaseUntil,
-		attrFinishedBy, attrSafeAfter, attrAttention, attrAttentionAt,
+		attrFinishedBy, attrSafeAfter, attrAttention, attrAttentionDue, attrLegacyAttention, attrLegacyAttentionAt,
 	}
 	slices.Sort(a)
 	return a
@@ -103,9 +103,9 @@ func addDelivery(item map[string]types.AttributeValue, r *delivery.Record) {
 	item[attrAttempts] = numAV(int64(r.Attempts))
 	item[attrSince] = msAV(r.Since)
 	item[attrVersion] = numAV(r.Version)
-	if s := inAttention(r); s != "" {
-		item[attrAttention] = strAV(string(s))
-		item[attrAttentionAt] = strAV(indexTime(r.Since))
+	if shard, key, ok := attentionEntry(ticketIDOf(item), r); ok {
+		item[attrAttention] = strAV(shard)
+		item[attrAttentionDue] = strAV(key)
 		item[attrNextAt] = msAV(r.NextAt)
 	}
 }
@@ -330,7 +330,7 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 		values[":did"], values[":durl"], values[":dat"] = strAV(r.Receipt.ID), strAV(r.Receipt.URL), msAV(r.DeliveredAt)
 		set += ", #did = :did, #durl = :durl, #dat = :dat"
 	}
-	expr := set + attentionUpdate(&r, names, values)
+	expr := set + attentionUpdate(id, &r, names, values)
 	err := s.retry(ctx, func() error {
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: ticketKey(id),
@@ -356,31 +356,21 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 	return err
 }
 
-// attentionUpdate returns the clause that lists r in the attention index
-// (appended to a SET clause) or takes it out (a REMOVE clause).
-func attentionUpdate(r *delivery.Record, names map[string]string, values map[string]types.AttributeValue) string {
-	names["#attn"], names["#attnat"] = attrAttention, attrAttentionAt
-	if st := inAttention(r); st != "" {
-		values[":attn"], values[":attnat"] = strAV(string(st)), strAV(indexTime(r.Since))
-		return ", #attn = :attn, #attnat = :attnat"
-	}
-	return " REMOVE #attn, #attnat"
-}
-
 // Defer implements delivery.Store.
 func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error {
 	err := s.retry(ctx, func() error {
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: ticketKey(id),
 			ConditionExpression: aws.String("#d = :queued AND #lo = :owner"),
-			UpdateExpression:    aws.String("SET #na = :at, #attn = :queued, #attnat = :attnat, #dv = #dv + :one"),
+			UpdateExpression:    aws.String("SET #na = :at, #ash = :ash, #adue = :adue, #dv = #dv + :one REMOVE #attn, #attnat"),
 			ExpressionAttributeNames: map[string]string{
 				"#d": attrDelivery, "#lo": attrLeaseOwner, "#na": attrNextAt,
-				"#attn": attrAttention, "#attnat": attrAttentionAt, "#dv": attrVersion,
+				"#ash": attrAttention, "#adue": attrAttentionDue, "#dv": attrVersion,
+				"#attn": attrLegacyAttention, "#attnat": attrLegacyAttentionAt,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":queued": strAV(string(delivery.Queued)), ":owner": strAV(owner), ":at": msAV(at),
-				":attnat": strAV(indexTime(s.now())), ":one": numAV(1),
+				":ash": strAV(shardKey(delivery.Queued, attentionShard(id))), ":adue": strAV(dueKey(at, id)), ":one": numAV(1),
 			},
 			ReturnValues: types.ReturnValueNone,
 		})
@@ -392,85 +382,6 @@ func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error
 	}
 	return err
 }
-
-// Due implements delivery.Store: a Query of the attention index.
-func (s *Store) Due(ctx context.Context, now time.Time, cursor string, limit int) ([]string, string, error) {
-	start, err := decodeCursor(cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	if limit < 1 || limit > maxPage {
-		limit = maxPage
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                 &s.table,
-		IndexName:                 aws.String(AttentionIndex),
-		KeyConditionExpression:    aws.String("#attn = :queued"),
-		FilterExpression:          aws.String("#na <= :now"),
-		ExpressionAttributeNames:  map[string]string{"#attn": attrAttention, "#na": attrNextAt},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":queued": strAV(string(delivery.Queued)), ":now": msAV(now)},
-		Limit:                     aws.Int32(int32(limit)),
-		ExclusiveStartKey:         start,
-	}
-	var out *dynamodb.QueryOutput
-	err = s.retry(ctx, func() (err error) {
-		out, err = s.api.Query(ctx, in)
-		return err
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	ids := make([]string, 0, len(out.Items))
-	for _, item := range out.Items {
-		if id := ticketIDOf(item); id != "" {
-			ids = append(ids, id)
-		}
-	}
-	next, err := encodeCursor(out.LastEvaluatedKey)
-	return ids, next, err
-}
-
-// Pending implements delivery.Store by reading the attention index.
-func (s *Store) Pending(ctx context.Context, st delivery.State) (int, time.Time, error) {
-	var n int
-	var oldest time.Time
-	var start map[string]types.AttributeValue
-	for {
-		in := &dynamodb.QueryInput{
-			TableName:                 &s.table,
-			IndexName:                 aws.String(AttentionIndex),
-			KeyConditionExpression:    aws.String("#attn = :s"),
-			ExpressionAttributeNames:  map[string]string{"#attn": attrAttention},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": strAV(string(st))},
-			ExclusiveStartKey:         start,
-		}
-		var out *dynamodb.QueryOutput
-		err := s.retry(ctx, func() (err error) {
-			out, err = s.api.Query(ctx, in)
-			return err
-		})
-		if err != nil {
-			return 0, time.Time{}, err
-		}
-		for _, item := range out.Items {
-			at, ok := item[attrAttentionAt].(*types.AttributeValueMemberS)
-			if !ok {
-				continue
-			}
-			n++
-			if t, err := time.Parse(indexTimeLayout, at.Value); err == nil && (oldest.IsZero() || t.Before(oldest)) {
-				oldest = t
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return n, oldest, nil
-		}
-		start = out.LastEvaluatedKey
-	}
-}
-
-// maxPage bounds the items one index query returns.
-const maxPage = 1000
 
 // Delivery reads the delivery of ticket id; nil when the ticket has none or
 // does not exist.

@@ -15,11 +15,14 @@
 // deduplication window; an expired operation the TTL sweeper has not deleted
 // yet is overwritten, so the window is exact.
 //
-// Two global secondary indexes serve operators and the delivery sweep:
+// Global secondary indexes serve operators and the delivery sweep:
 // LookupIndex (lk, lk_sort; keys only) finds a ticket by tenant and request
-// id and lists a tenant's users, and AttentionIndex (attn, attn_at) lists,
-// sparsely, the tickets whose delivery needs attention. EnsureTable creates
-// the table with both, or adds them to a table that lacks them. Admin is
+// id and lists a tenant's users, and AttentionIndex (attn_shard, attn_due)
+// lists, sparsely, the tickets whose delivery needs attention, each state
+// spread over AttentionShards partition keys and sorted by when each entry
+// is due. LegacyAttentionIndex (attn, attn_at) is the attention index of
+// earlier versions, emptied by Store.Relist. EnsureTable creates the table
+// with all three, or adds those a table lacks. Admin is
 // the operator's side of the store (oncecall-admin); the deployed functions
 // never use it.
 //

@@ -19,8 +19,9 @@ const RecoverNote = "stranded: queued with no attempt scheduled and no live leas
 const ActionRecover = "recover"
 
 // strandedCondition selects a delivery no sweep would take up: queued, not
-// listed in the attention index, held by no live lease.
-const strandedCondition = "#d = :queued AND attribute_not_exists(#attn) AND (attribute_not_exists(#lu) OR #lu < :now)"
+// listed in AttentionIndex nor in LegacyAttentionIndex (whose entries the
+// sweep relists), held by no live lease.
+const strandedCondition = "#d = :queued AND attribute_not_exists(#ash) AND attribute_not_exists(#attn) AND (attribute_not_exists(#lu) OR #lu < :now)"
 
 // Stranded returns the ids of tickets whose delivery has been queued since
 // before before and that no sweep will take up (see strandedCondition): a
@@ -39,7 +40,7 @@ func (a *Admin) Stranded(ctx context.Context, before, now time.Time) ([]string, 
 			FilterExpression:     aws.String(strandedCondition + " AND #since < :before"),
 			ProjectionExpression: aws.String("#pk"),
 			ExpressionAttributeNames: map[string]string{
-				"#pk": PartitionKey, "#d": attrDelivery, "#attn": attrAttention, "#lu": attrLeaseUntil, "#since": attrSince,
+				"#pk": PartitionKey, "#d": attrDelivery, "#ash": attrAttention, "#attn": attrLegacyAttention, "#lu": attrLeaseUntil, "#since": attrSince,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":before": msAV(before),
@@ -66,8 +67,7 @@ func (a *Admin) Stranded(ctx context.Context, before, now time.Time) ([]string, 
 	}
 }
 
-// Reschedule lists the stranded delivery of ticket id in the attention
-// index, due at now, so that the next sweep attempts it, and audits who did
+// Reschedule lists the stranded delivery of ticket id in AttentionIndex, due at now, so that the next sweep attempts it, and audits who did
 // it (by.Who is required). It changes nothing and returns an error
 // matching ErrConflict when the delivery is no longer stranded (delivered,
 // scheduled or leased since).
@@ -85,13 +85,14 @@ func (a *Admin) Reschedule(ctx context.Context, id string, by delivery.Actor, no
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(a.table), Key: ticketKey(id),
 		ConditionExpression: aws.String(strandedCondition),
-		UpdateExpression:    aws.String("SET #attn = :queued, #attnat = :attnat, #na = :now, #dv = #dv + :one, #audit = list_append(if_not_exists(#audit, :empty), :entry)"),
+		UpdateExpression:    aws.String("SET #ash = :ash, #adue = :adue, #na = :now, #dv = #dv + :one, #audit = list_append(if_not_exists(#audit, :empty), :entry)"),
 		ExpressionAttributeNames: map[string]string{
-			"#d": attrDelivery, "#attn": attrAttention, "#lu": attrLeaseUntil, "#attnat": attrAttentionAt,
+			"#d": attrDelivery, "#ash": attrAttention, "#adue": attrAttentionDue, "#attn": attrLegacyAttention, "#lu": attrLeaseUntil,
 			"#na": attrNextAt, "#dv": attrVersion, "#audit": attrAudit,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":attnat": strAV(indexTime(now)), ":one": numAV(1),
+			":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":one": numAV(1),
+			":ash": strAV(shardKey(delivery.Queued, attentionShard(id))), ":adue": strAV(dueKey(now, id)),
 			":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
 			":entry": &types.AttributeValueMemberL{Value: []types.AttributeValue{entry}},
 		},

@@ -254,7 +254,7 @@ func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemI
 	names := map[string]string{
 		"#d": attrDelivery, "#lo": attrLeaseOwner, "#lu": attrLeaseUntil, "#dv": attrVersion,
 		"#since": attrSince, "#na": attrNextAt, "#audit": attrAudit, "#reason": attrReason,
-		"#attn": attrAttention, "#attnat": attrAttentionAt,
+		"#attn": attrLegacyAttention, "#attnat": attrLegacyAttentionAt, "#ash": attrAttention, "#adue": attrAttentionDue,
 	}
 	values := map[string]types.AttributeValue{
 		":expect": strAV(string(s.Expect)), ":to": strAV(string(s.As.To())), ":now": msAV(at),
@@ -288,7 +288,7 @@ func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemI
 		names["#did"], names["#durl"], names["#dat"] = attrDestID, attrDestURL, attrDeliveredAt
 		values[":did"], values[":durl"] = strAV(s.Receipt.ID), strAV(s.Receipt.URL)
 		set = append(set, "#na = :zero", "#did = :did", "#durl = :durl", "#dat = :now")
-		remove = append(remove, "#attn", "#attnat")
+		remove = append(remove, "#ash", "#adue", "#attn", "#attnat")
 	case SettleNotCreated:
 		// Not before the last request that may have created the ticket
 		// can no longer be running at the helpdesk, nor its ticket missing
@@ -297,11 +297,13 @@ func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemI
 		names["#sa"], values[":safe"] = attrSafeAfter, msAV(at.Add(-s.ClockSkew))
 		cond += " AND (attribute_not_exists(#sa) OR #sa <= :safe)"
 		names["#ms"], names["#att"] = attrMaybeSent, attrAttempts
-		values[":false"], values[":queued"], values[":attnat"] = boolAV(false), strAV(string(delivery.Queued)), strAV(indexTime(at))
-		set = append(set, "#ms = :false", "#att = :zero", "#na = :now", "#attn = :queued", "#attnat = :attnat")
+		values[":false"] = boolAV(false)
+		values[":ash"], values[":adue"] = strAV(shardKey(delivery.Queued, attentionShard(s.TicketID))), strAV(dueKey(at, s.TicketID))
+		set = append(set, "#ms = :false", "#att = :zero", "#na = :now", "#ash = :ash", "#adue = :adue")
+		remove = append(remove, "#attn", "#attnat")
 	case SettleAbandoned:
 		set = append(set, "#na = :zero")
-		remove = append(remove, "#attn", "#attnat")
+		remove = append(remove, "#ash", "#adue", "#attn", "#attnat")
 	}
 	expr := "SET " + strings.Join(set, ", ")
 	if len(remove) > 0 {

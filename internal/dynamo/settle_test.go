@@ -130,13 +130,13 @@ func TestSettleDelivered(t *testing.T) {
 		t.Errorf("audit entry %+v, want %+v", r.Audit[0], want)
 	}
 	item := o.item(tk.ID)
-	for _, gone := range []string{"attn", "attn_at"} {
+	for _, gone := range []string{"attn_shard", "attn_due", "attn", "attn_at"} {
 		if _, ok := item[gone]; ok {
 			t.Errorf("a delivered ticket keeps %s: it stays in the attention index", gone)
 		}
 	}
-	if n, _, err := o.store.Pending(context.Background(), delivery.Uncertain); err != nil || n != 0 {
-		t.Errorf("uncertain backlog after settling: %d, %v", n, err)
+	if c, err := o.store.Pending(context.Background(), delivery.Uncertain); err != nil || c.N != 0 {
+		t.Errorf("uncertain backlog after settling: %+v, %v", c, err)
 	}
 	if stored := o.delivery(tk.ID); stored.State != delivery.Delivered || len(stored.Audit) != 1 {
 		t.Errorf("stored: %+v", stored)
@@ -163,8 +163,8 @@ func TestSettleNotCreatedQueuesAgainWithTheSameKey(t *testing.T) {
 		t.Errorf("audit %+v", a)
 	}
 	item := o.item(tk.ID)
-	if str(item, "attn") != "queued" || str(item, "attn_at") != "2026-12-01T11:00:00.000000000Z" {
-		t.Errorf("attention index entry %s %s; want queued from the decision", str(item, "attn"), str(item, "attn_at"))
+	if !strings.HasPrefix(str(item, "attn_shard"), "queued#") || str(item, "attn_due") != "2026-12-01T11:00:00.000000000Z#"+tk.ID {
+		t.Errorf("attention index entry %s %s; want queued, due at the decision", str(item, "attn_shard"), str(item, "attn_due"))
 	}
 	// The sweep finds it due at once, and the worker may lease it.
 	ids, _, err := o.store.Due(context.Background(), at, "", 10)

@@ -41,23 +41,42 @@ const (
 	// items are read by key.
 	LookupIndex = "lookup"
 	// AttentionIndex lists the tickets whose delivery needs the sweep or a
-	// person. It is sparse: only such tickets carry its key.
-	AttentionIndex = "attention"
+	// person. It is sparse: only such tickets carry its key. Its partition
+	// key is the state and one of AttentionShards shards ("queued#07"),
+	// its sort key the time the entry is due (queued: the next attempt;
+	// uncertain, failed: when the delivery entered the state) and the
+	// ticket id, so that the sweep reads only the due entries, as a key
+	// range, and no state's writes meet on one partition.
+	AttentionIndex = "attention_by_shard"
+	// LegacyAttentionIndex is the attention index of earlier versions: one
+	// partition per state (attn), sorted by when the delivery entered it
+	// (attn_at). Nothing lists a ticket there any more; every write that
+	// changes a ticket's delivery removes its entry, and the sweep moves
+	// the entries left (Store.Relist), so it empties. It stays in the
+	// table's definition so that a stack deployed before upgrades in one
+	// deploy (CloudFormation adds or deletes one index per update, never
+	// both); it costs nothing empty.
+	LegacyAttentionIndex = "attention"
 
-	attrLookup      = "lk"
-	attrLookupSort  = "lk_sort"
-	attrAttention   = "attn"
-	attrAttentionAt = "attn_at"
+	attrLookup            = "lk"
+	attrLookupSort        = "lk_sort"
+	attrAttention         = "attn_shard"
+	attrAttentionDue      = "attn_due"
+	attrLegacyAttention   = "attn"
+	attrLegacyAttentionAt = "attn_at"
 )
 
 // attentionProjection is what AttentionIndex carries besides the keys: the
-// tenant and the delivery attributes the sweep filters and shows
-// (design: "Ticket item delivery attributes").
-var attentionProjection = []string{attrTenant, attrNextAt, attrDelivery}
+// tenant and the delivery attributes the sweep and the listing filter and
+// show (design: "Ticket item delivery attributes").
+var attentionProjection = []string{attrTenant, attrNextAt, attrDelivery, attrSince}
+
+// legacyAttentionProjection is what LegacyAttentionIndex carries.
+var legacyAttentionProjection = []string{attrTenant, attrNextAt, attrDelivery}
 
 // CreateTableInput is the table oncecall needs: one string partition key,
-// on-demand capacity, and the global secondary indexes LookupIndex and
-// AttentionIndex. template.yaml declares the same schema (a test checks).
+// on-demand capacity, and the global secondary indexes LookupIndex,
+// AttentionIndex and LegacyAttentionIndex. template.yaml declares the same schema (a test checks).
 func CreateTableInput(table string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(table),
@@ -66,8 +85,10 @@ func CreateTableInput(table string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(PartitionKey), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrLookup), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrLookupSort), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrLegacyAttention), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrLegacyAttentionAt), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(attrAttention), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(attrAttentionAt), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(attrAttentionDue), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema:              []types.KeySchemaElement{{AttributeName: aws.String(PartitionKey), KeyType: types.KeyTypeHash}},
 		GlobalSecondaryIndexes: indexes(),
@@ -85,10 +106,18 @@ func indexes() []types.GlobalSecondaryIndex {
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		},
 		{
+			IndexName: aws.String(LegacyAttentionIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrLegacyAttention), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrLegacyAttentionAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: slices.Clone(legacyAttentionProjection)},
+		},
+		{
 			IndexName: aws.String(AttentionIndex),
 			KeySchema: []types.KeySchemaElement{
 				{AttributeName: aws.String(attrAttention), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(attrAttentionAt), KeyType: types.KeyTypeRange},
+				{AttributeName: aws.String(attrAttentionDue), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: slices.Clone(attentionProjection)},
 		},

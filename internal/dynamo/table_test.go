@@ -52,7 +52,7 @@ func TestEnsureTableCreatesIndexes(t *testing.T) {
 		ttl.TimeToLiveDescription.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
 		t.Errorf("DescribeTimeToLive = %+v, %v; want expires_at enabled", ttl, err)
 	}
-	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.AttentionIndex, dynamo.LookupIndex}) {
+	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.LegacyAttentionIndex, dynamo.AttentionIndex, dynamo.LookupIndex}) {
 		t.Errorf("indexes %v", got)
 	}
 	again, err := dynamo.EnsureTable(ctx, client, table)
@@ -83,10 +83,10 @@ func TestEnsureTableAddsMissingIndexes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Created || !slices.Equal(res.IndexesAdded, []string{dynamo.LookupIndex, dynamo.AttentionIndex}) || res.TTL != dynamo.TTLUntouched {
-		t.Errorf("EnsureTable on the old table = %+v, want both indexes added", res)
+	if res.Created || !slices.Equal(res.IndexesAdded, []string{dynamo.LookupIndex, dynamo.LegacyAttentionIndex, dynamo.AttentionIndex}) || res.TTL != dynamo.TTLUntouched {
+		t.Errorf("EnsureTable on the old table = %+v, want every index added", res)
 	}
-	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.AttentionIndex, dynamo.LookupIndex}) {
+	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.LegacyAttentionIndex, dynamo.AttentionIndex, dynamo.LookupIndex}) {
 		t.Errorf("indexes %v", got)
 	}
 	again, err := dynamo.EnsureTable(ctx, client, table)
@@ -121,5 +121,38 @@ func TestEnsureTableRefusesAnotherIndexShape(t *testing.T) {
 	_, err := dynamo.EnsureTable(ctx, client, table)
 	if err == nil || !strings.Contains(err.Error(), "index lookup exists with key schema") {
 		t.Fatalf("an index of another shape: %v", err)
+	}
+}
+
+// TestEnsureTableAddsTheShardedIndex upgrades a table as the versions
+// before the sharded attention index made it (lookup, and attention keyed
+// by state alone): EnsureTable adds AttentionIndex and leaves the other two
+// as they are.
+func TestEnsureTableAddsTheShardedIndex(t *testing.T) {
+	ep, _ := dynamotest.Endpoint(t)
+	client := dynamotest.NewClient(t, ep, nil)
+	table := "ensure-shards-" + time.Now().Format("150405.000000000")
+	ctx := context.Background()
+	t.Cleanup(func() { _, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+
+	old := dynamo.CreateTableInput(table)
+	old.GlobalSecondaryIndexes = slices.DeleteFunc(old.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndex) bool {
+		return aws.ToString(g.IndexName) == dynamo.AttentionIndex
+	})
+	old.AttributeDefinitions = slices.DeleteFunc(old.AttributeDefinitions, func(a types.AttributeDefinition) bool {
+		return strings.HasPrefix(aws.ToString(a.AttributeName), "attn_") && aws.ToString(a.AttributeName) != "attn_at"
+	})
+	if _, err := client.CreateTable(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	res, err := dynamo.EnsureTable(ctx, client, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created || !slices.Equal(res.IndexesAdded, []string{dynamo.AttentionIndex}) {
+		t.Errorf("EnsureTable on a table of the version before = %+v, want %s added", res, dynamo.AttentionIndex)
+	}
+	if got := indexNames(t, client, table); !slices.Equal(got, []string{dynamo.LegacyAttentionIndex, dynamo.AttentionIndex, dynamo.LookupIndex}) {
+		t.Errorf("indexes %v", got)
 	}
 }

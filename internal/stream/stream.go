@@ -57,6 +57,8 @@ type Backlog struct {
 	OldestQueuedSeconds float64 `json:"oldest_queued_seconds"`
 	Uncertain           int     `json:"uncertain"`
 	Failed              int     `json:"failed"`
+	// AtLeast: a count stopped at the store's bound (a lower bound).
+	AtLeast bool `json:"at_least,omitempty"`
 }
 
 // Handle serves one event: a DynamoDB stream batch is answered with the
@@ -86,7 +88,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		}
 		b := rep.Backlog
 		return SweepResult{Due: rep.Due, Outcomes: rep.Outcomes, Backlog: Backlog{
-			Queued: b.Queued, OldestQueuedSeconds: b.OldestQueued.Seconds(), Uncertain: b.Uncertain, Failed: b.Failed,
+			Queued: b.Queued, OldestQueuedSeconds: b.OldestQueued.Seconds(), Uncertain: b.Uncertain, Failed: b.Failed, AtLeast: b.AtLeast,
 		}}, nil
 	}
 	return nil, ErrUnknownEvent
@@ -154,6 +156,7 @@ func (h *Handler) logSweep(ctx context.Context, rep delivery.SweepReport, err er
 		slog.Float64("oldest_queued_s", rep.Backlog.OldestQueued.Seconds()),
 		slog.Int("uncertain", rep.Backlog.Uncertain),
 		slog.Int("failed", rep.Backlog.Failed),
+		slog.Bool("backlog_at_least", rep.Backlog.AtLeast),
 	}
 	for k, v := range rep.Outcomes {
 		attrs = append(attrs, slog.Int("outcome_"+k, v))

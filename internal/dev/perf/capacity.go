@@ -395,7 +395,7 @@ func deliveryRows(ctx context.Context, run *capacityRun, w *delivery.Worker, hd 
 		}
 	}
 	advance(time.Hour)
-	if err := each("delivery attempt, a later retry answered 429, scheduled again (its attention entry's next_at changes)", later, delivery.OutcomeRetried, func() error {
+	if err := each("delivery attempt, a later retry answered 429, scheduled again (its attention entry moves to the new due time)", later, delivery.OutcomeRetried, func() error {
 		return hd.Inject(helpdesk.Fault{Kind: helpdesk.RateLimit})
 	}); err != nil {
 		return err

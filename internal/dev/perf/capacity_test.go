@@ -61,8 +61,8 @@ func TestCapacityIsMeasuredFromAnswers(t *testing.T) {
 	if c := row(dest, "delivery attempt, the same stream record").Total(); c.Reported != 0 || c.Total().Write != 0 {
 		t.Errorf("refused lease: %+v, want one answer without capacity", c)
 	}
-	if c := row(dest, "delivery attempt, helpdesk answers 503").Total(); c.Indexes["attention"].Write <= 0 {
-		t.Errorf("scheduled retry: %+v, want an attention index write", c)
+	if c := row(dest, "delivery attempt, helpdesk answers 503").Total(); c.Indexes[dynamo.AttentionIndex].Write <= 0 || c.Indexes[dynamo.LegacyAttentionIndex].Write != 0 {
+		t.Errorf("scheduled retry: %+v, want a write of %s and none of %s", c, dynamo.AttentionIndex, dynamo.LegacyAttentionIndex)
 	}
 	if got := row(inline, "create_ticket, created and delivered").Total().Total().Write; got <= withDest {
 		t.Errorf("created and delivered inline: %v write units, want more than created alone (%v)", got, withDest)
