@@ -106,22 +106,34 @@ STRESS_OPS ?= 120
 STRESS_CONCURRENCY ?= 16
 # STRESS_SEED replays the plan of an earlier run (it prints its seed); 0 draws one.
 STRESS_SEED ?= 0
+# DynamoDB's rules no emulator shows: two server processes on one store,
+# reached through the fault proxy that applies the transaction conflict
+# rule (each transaction holding its items STRESS_HOLD) and loses the
+# answer of STRESS_LOSE_RATE of the writes it applied; the seed's burst
+# (ten identical calls at once, five through each process) STRESS_BURSTS
+# times.
+STRESS_SERVERS ?= 2
+STRESS_HOLD ?= 15ms
+STRESS_LOSE_RATE ?= 0.02
+STRESS_BURSTS ?= 20
 # The delivery run: operations (each called at least twice), the destination,
 # and the share of the local helpdesk's create requests that misbehave.
 STRESS_DELIVERY_OPS ?= 1000
 STRESS_DELIVERY_CALLS ?= 2400
 STRESS_DESTINATION ?= webhook
 STRESS_FAULT_RATE ?= 0.1
+STRESS_RULES = -servers $(STRESS_SERVERS) -conflict-hold $(STRESS_HOLD) -lose-rate $(STRESS_LOSE_RATE) -bursts $(STRESS_BURSTS)
 .PHONY: stress
-## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against a local server, real cost-9 nonces;
-## then 1,000 operations delivered to a local helpdesk with faults on 10% of its creates
+## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against two local servers on one store under
+## DynamoDB's conflict rule with lost answers, real cost-9 nonces, and the seed's burst through both; then
+## 1,000 operations delivered to a local helpdesk with faults on 10% of its creates (a few minutes)
 stress:
 	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
-		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m
-	@echo "== the same server delivering to a local helpdesk that misbehaves on $(STRESS_FAULT_RATE) of its creates"
+		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m $(STRESS_RULES)
+	@echo "== the same servers delivering to a local helpdesk that misbehaves on $(STRESS_FAULT_RATE) of its creates"
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_DELIVERY_CALLS) -ops $(STRESS_DELIVERY_OPS) \
-		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 10m \
+		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 10m $(STRESS_RULES) \
 		-destination $(STRESS_DESTINATION) -fault-rate $(STRESS_FAULT_RATE)
 
 # ---- SAM application: build for `sam build`, local invokes -------------------

@@ -353,7 +353,7 @@ func settleKeep(as dynamo.SettleAs, keep time.Duration) time.Duration {
 
 func deliverySettle(fs *flag.FlagSet) action {
 	id := fs.String("ticket", "", "the ticket id (required)")
-	as := fs.String("as", "", "the decision (required): delivered (found in the helpdesk), not-created (not in the helpdesk: send it again under the same key) or abandoned (nothing more is attempted)")
+	as := fs.String("as", "", "the decision (required): delivered (found in the helpdesk), not-created (not in the helpdesk: send it again, under the same key unless the destination replays errors per key) or abandoned (nothing more is attempted)")
 	expect := fs.String("expect", "", "the state you saw (required): queued, failed, uncertain or abandoned; nothing is changed if the delivery is in another")
 	var version deliveryVersion
 	fs.Var(&version, "version", "settle only if the delivery is still at version `N`, as find showed it (required with -as not-created)")
@@ -448,7 +448,7 @@ func deliverySettle(fs *flag.FlagSet) action {
 			return s.emit(out, func(tw io.Writer) {
 				fmt.Fprintf(tw, "settled ticket %s as %s: %s -> %s (version %d), by %s\n", *id, *as, *expect, rec.State, rec.Version, w.label())
 				if st.As == dynamo.SettleNotCreated {
-					fmt.Fprintln(tw, "the worker sends it again, under the same key, at its next sweep: every minute on AWS, every DELIVERY_SWEEP_INTERVAL (1s) with make run")
+					fmt.Fprintln(tw, "the worker sends it again at its next sweep (every minute on AWS, every DELIVERY_SWEEP_INTERVAL (1s) with make run): under the same key, or under a new key derived from it where the destination replays errors per key (DESTINATION_REPLAYS_ERRORS=true)")
 				}
 				deliveryRows(tw, dv)
 			})

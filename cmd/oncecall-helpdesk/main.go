@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// answers lookups. Zendesk does both: -dedup-window 2h -lookup.
 	window := fs.Duration("dedup-window", 0, "how long an Idempotency-Key is remembered (0: never deduplicate; Zendesk: 2h)")
 	lookup := fs.Bool("lookup", false, "answer lookups by external id (Zendesk does)")
+	replays := fs.Bool("replays-errors", false, "answer a create whose key once got an error with that error again, while the key is remembered (Stripe's rule)")
 	lag := fs.Duration("settle-delay", 0, "how long a new ticket stays invisible to lookups")
 	quiet := fs.Bool("quiet", false, "do not log each request")
 	if err := fs.Parse(args); err != nil {
@@ -62,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o := helpdesk.Options{
-		Capabilities: delivery.Capabilities{DedupWindow: *window, Lookup: *lookup, SettleDelay: *lag},
+		Capabilities: delivery.Capabilities{DedupWindow: *window, Lookup: *lookup, SettleDelay: *lag, ReplaysErrors: *replays},
 		Token:        getenv("HELPDESK_TOKEN"),
 		ControlAddr:  *ctlAddr,
 	}
@@ -89,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log.Info("local helpdesk (in memory)", "webhook_url", s.WebhookURL(), "zendesk_url", s.URL(),
 		"control", s.URL()+helpdesk.ControlPath+"/", "control_during_refuse", s.ControlURL()+helpdesk.ControlPath+"/", "dedup_window", o.Capabilities.DedupWindow.String(),
-		"lookup", o.Capabilities.Lookup, "settle_delay", o.Capabilities.SettleDelay.String(),
+		"lookup", o.Capabilities.Lookup, "settle_delay", o.Capabilities.SettleDelay.String(), "replays_errors", o.Capabilities.ReplaysErrors,
 		"webhook_auth", o.Token != "", "zendesk_auth", o.ZendeskAPIToken != "" || o.ZendeskOAuthToken != "")
 	if started != nil {
 		started(s)

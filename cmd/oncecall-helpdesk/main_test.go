@@ -29,7 +29,7 @@ func TestServesUntilCanceled(t *testing.T) {
 	servers := make(chan *helpdesk.Server, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-dedup-window", "0", "-lookup", "-settle-delay", "2s"},
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-dedup-window", "0", "-lookup", "-settle-delay", "2s", "-replays-errors"},
 			env(map[string]string{"HELPDESK_TOKEN": "tok-SECRET", "HELPDESK_ZENDESK_CREDENTIALS": "a@example.com/token:zd-SECRET"}),
 			&logs, func(s *helpdesk.Server) { servers <- s })
 	}()
@@ -51,7 +51,7 @@ func TestServesUntilCanceled(t *testing.T) {
 	var caps map[string]any
 	_ = json.NewDecoder(resp.Body).Decode(&caps)
 	resp.Body.Close()
-	if caps["dedup_window"] != "0s" || caps["lookup"] != true || caps["settle_delay"] != "2s" {
+	if caps["dedup_window"] != "0s" || caps["lookup"] != true || caps["settle_delay"] != "2s" || caps["replays_errors"] != true {
 		t.Fatalf("capabilities = %v", caps)
 	}
 	req, _ := http.NewRequest("POST", s.WebhookURL(), strings.NewReader(`{"external_id":"x","title":"T"}`))

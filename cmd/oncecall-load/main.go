@@ -7,22 +7,33 @@
 // processes can be released at once), sends n identical create_ticket calls
 // at the same time and prints one JSON result per line.
 //
-//	oncecall-load stress [-server bin/oncecall | -url URL -db ENDPOINT -table T] [-calls N -ops M -seed S ...]
+//	oncecall-load stress [-server bin/oncecall -servers 2 | -url URL -db ENDPOINT -table T] [-calls N -ops M -seed S ...]
+//	                     [-conflict-hold 15ms -lose-rate 0.02 -bursts 20]
 //	                     [-destination webhook|zendesk -fault-rate 0.1 -dedup-window 2h -lookup]
 //
-// starts the server binary on free loopback ports (or uses a running one),
-// runs a mixed plan with real nonces, reads the run's tickets back from the
-// store, prints the tally and exits 1 unless nothing was lost, split or
-// duplicated. It prints the plan's seed; -seed replays that plan. `make
-// stress` runs it (STRESS_SEED=S passes -seed).
+// starts a store, the fault proxy in front of it applying DynamoDB's
+// transaction conflict rule and losing the answers of a share of the
+// writes it applied (-conflict-hold, -lose-rate; internal/dev/dynamotest),
+// and -servers processes of the server binary on free loopback ports, all
+// on that store through the proxy (or uses a running server, without the
+// proxy). It runs a mixed plan with real nonces spread over the servers,
+// then the seed's burst (ten identical calls at once, spread over the
+// servers, busy answers counted, not retried) -bursts times, reads the
+// run's tickets back from the store, prints the tally with the busy
+// answers and what the conflict rule did, and exits 1 unless nothing was
+// lost, split or duplicated and every burst ended one created and nine
+// deduplicated. It prints the seed; -seed replays the plan. `make stress`
+// runs it (STRESS_SEED=S passes -seed).
 //
-// With -destination the server delivers every ticket to a local helpdesk
+// With -destination the servers deliver every ticket to a local helpdesk
 // started here, which misbehaves on a share (-fault-rate) of its create
 // requests: answers lost after creating, 5xx before and after creating,
 // 429 with Retry-After, answers past the timeout, resets. The run waits for
 // every delivery to leave the queue, prints the count per final delivery
-// state, and exits 1 unless nothing was duplicated at the destination or
-// lost.
+// state, the uncertain deliveries and, separately, those uncertain
+// although the helpdesk never got a create request with their key, and
+// exits 1 unless nothing was duplicated at the destination or lost and no
+// delivery was uncertain although never sent.
 package main
 
 import (
@@ -30,7 +41,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -38,14 +48,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dev/loadtest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/nonce"
 )
 
 func main() {
@@ -107,147 +111,46 @@ func client(args []string) error {
 
 func stress(args []string) error {
 	fs := flag.NewFlagSet("stress", flag.ExitOnError)
-	server := fs.String("server", "", "oncecall binary to start on free loopback ports (with its own embedded store)")
-	url := fs.String("url", "", "base URL of a running server, instead of -server")
-	db := fs.String("db", "", "store endpoint of the running server (with -url)")
-	table := fs.String("table", "oncecall", "table of the running server (with -url)")
-	hookKey := fs.String("hook-key", envOr("HOOK_KEY", localdb.DemoHookKey), "hook key the server verifies nonces with")
-	calls := fs.Int("calls", 1200, "calls in all")
-	ops := fs.Int("ops", 120, "distinct operations")
-	concurrency := fs.Int("concurrency", 16, "calls in flight at once")
-	cost := fs.Int("cost", 9, "BCrypt cost of the nonces (AIVAX uses 9)")
-	pool := fs.Int("nonces", 8, "distinct nonces, used in turn")
+	var o loadtest.StressOptions
+	fs.StringVar(&o.Server, "server", "", "oncecall binary to start on free loopback ports, over a store started here")
+	fs.IntVar(&o.Servers, "servers", 2, "server processes on the one store (with -server)")
+	fs.StringVar(&o.URL, "url", "", "base URL of a running server, instead of -server (no conflict rule, no burst over two processes)")
+	fs.StringVar(&o.DB, "db", "", "store endpoint of the running server (with -url)")
+	fs.StringVar(&o.Table, "table", "oncecall", "table of the servers")
+	fs.StringVar(&o.HookKey, "hook-key", envOr("HOOK_KEY", localdb.DemoHookKey), "hook key the server verifies nonces with")
+	fs.IntVar(&o.Calls, "calls", 1200, "calls in all")
+	fs.IntVar(&o.Ops, "ops", 120, "distinct operations")
+	fs.IntVar(&o.Concurrency, "concurrency", 16, "calls in flight at once")
+	fs.IntVar(&o.Cost, "cost", 9, "BCrypt cost of the nonces (AIVAX uses 9)")
+	fs.IntVar(&o.Nonces, "nonces", 8, "distinct nonces, used in turn")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound on the whole run")
-	seed := fs.Uint64("seed", 0, "seed of the plan (0: draw one); the run prints it, and -seed replays the plan")
-	dest := fs.String("destination", "", "deliver to a local helpdesk through this destination: webhook or zendesk (with -server)")
-	faultRate := fs.Float64("fault-rate", 0.1, "share of the helpdesk's create requests that misbehave (with -destination)")
-	dedupWindow := fs.Duration("dedup-window", 2*time.Hour, "how long the webhook helpdesk remembers a key; 0: it does not deduplicate")
-	lookup := fs.Bool("lookup", true, "whether the webhook helpdesk answers lookups by external id")
-	settle := fs.Duration("settle-timeout", 3*time.Minute, "bound on the wait for every delivery to leave the queue")
+	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the plan, the lost answers and the helpdesk's faults (0: draw one); the run prints it, and -seed replays the plan")
+	fs.DurationVar(&o.Hold, "conflict-hold", 15*time.Millisecond, "with -server: the store is reached through the fault proxy applying DynamoDB's transaction conflict rule, each transaction holding its items this long (0: no proxy)")
+	fs.Float64Var(&o.LoseRate, "lose-rate", 0.02, "share of applied writes whose answer the proxy loses (with -conflict-hold)")
+	fs.IntVar(&o.Bursts, "bursts", 20, "times the seed's burst is sent: ten identical calls at once, spread over the servers")
+	fs.StringVar(&o.Destination, "destination", "", "deliver to a local helpdesk through this destination: webhook or zendesk (with -server)")
+	fs.Float64Var(&o.FaultRate, "fault-rate", 0.1, "share of the helpdesk's create requests that misbehave (with -destination)")
+	fs.DurationVar(&o.DedupWindow, "dedup-window", 2*time.Hour, "how long the webhook helpdesk remembers a key; 0: it does not deduplicate")
+	fs.BoolVar(&o.Lookup, "lookup", true, "whether the webhook helpdesk answers lookups by external id")
+	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 3*time.Minute, "bound on the wait for every delivery to leave the queue")
 	_ = fs.Parse(args)
-	for *seed == 0 {
-		*seed = randomUint64()
+	for o.Seed == 0 {
+		o.Seed = randomUint64()
 	}
-
+	if o.URL != "" {
+		o.Servers = 0
+	}
+	o.Out = os.Stdout
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	env := []string{"HOOK_KEY=" + *hookKey, "TABLE_NAME=" + *table, "LOG_LEVEL=INFO"}
-	var hd *helpdesk.Server
-	if *dest != "" {
-		if *server == "" {
-			return errors.New("-destination needs -server: the server is started delivering to the helpdesk")
-		}
-		var err error
-		if hd, env, err = startHelpdesk(*dest, *faultRate, *dedupWindow, *lookup, *seed, env); err != nil {
-			return err
-		}
-		defer func() { _ = hd.Close() }()
-		fmt.Printf("helpdesk: %s (%s, capabilities %+v, faults on %.0f%% of creates)\n", hd.URL(), *dest, hd.Capabilities(), *faultRate*100)
-	}
-	if *server != "" {
-		s, err := loadtest.Start(*server, env...)
-		if err != nil {
-			return err
-		}
-		defer s.Stop()
-		*url, *db, *table = s.URL, s.Endpoint, s.Table
-	}
-	if *url == "" || *db == "" {
-		return errors.New("give -server, or -url and -db")
-	}
-	fmt.Printf("server: %s (store %s, table %s)\n", *url, *db, *table)
-
-	start := time.Now()
-	nonces := make([]string, *pool)
-	for i := range nonces {
-		var err error
-		if nonces[i], err = nonce.Generate(*hookKey, *cost); err != nil {
-			return err
-		}
-	}
-	fmt.Printf("nonces: %d at cost %d, made in %v\n", *pool, *cost, time.Since(start).Round(time.Millisecond))
-
-	prefix := "stress-" + randomHex(4)
-	fmt.Printf("seed: %d (replay the plan with -seed %d)\n", *seed, *seed)
-	plan, err := loadtest.Mixed(loadtest.Plan{Calls: *calls, Ops: *ops, Prefix: prefix, Seed: *seed})
+	sum, err := loadtest.RunStress(ctx, o)
 	if err != nil {
 		return err
 	}
-	start = time.Now()
-	hc := loadtest.NewClient(*concurrency)
-	results := loadtest.Run(ctx, hc, *url+"/callback", nonces, plan, *concurrency)
-	elapsed := time.Since(start)
-	// Connections dialled but never used would hold the server's graceful
-	// shutdown for seconds.
-	hc.CloseIdleConnections()
-
-	store := dynamodb.NewFromConfig(dynamo.LocalConfig(os.Getenv("AWS_REGION")), dynamo.Options(*db))
-	stored, err := loadtest.StoredTickets(ctx, store, *table, prefix)
-	if err != nil {
-		return err
-	}
-	report := loadtest.Tally(plan, results, stored)
-	fmt.Printf("elapsed: %v (%d concurrent, %.0f calls/s)\n", elapsed.Round(time.Millisecond), *concurrency, float64(len(plan))/elapsed.Seconds())
-	fmt.Print(report)
-	if err := report.Check(); err != nil {
-		return fmt.Errorf("the run broke a guarantee:\n%w", err)
-	}
-	if hd == nil {
-		return nil
-	}
-	wait, cancelWait := context.WithTimeout(ctx, *settle)
-	defer cancelWait()
-	start = time.Now()
-	records, err := loadtest.WaitDelivered(wait, dynamo.New(store, *table), stored)
-	if err != nil {
-		return err
-	}
-	dr := loadtest.TallyDeliveries(stored, records, hd.Tickets(), hd.Counts().Faults)
-	fmt.Printf("deliveries settled in: %v\n", time.Since(start).Round(time.Millisecond))
-	fmt.Print(dr)
-	if err := dr.Check(); err != nil {
+	if err := sum.Check(); err != nil {
 		return fmt.Errorf("the run broke a guarantee:\n%w", err)
 	}
 	return nil
-}
-
-// stressFaults are the helpdesk's misbehaviours in a destination run. The
-// server's request timeout (serverTimeout) is shorter than the slow answer.
-var stressFaults = []helpdesk.Fault{
-	{Kind: helpdesk.LoseAnswer},
-	{Kind: helpdesk.FailBefore, Status: 503},
-	{Kind: helpdesk.FailAfter, Status: 500},
-	{Kind: helpdesk.RateLimit, RetryAfter: "1"},
-	{Kind: helpdesk.Slow, Delay: 1500 * time.Millisecond},
-	{Kind: helpdesk.ResetBefore},
-}
-
-const serverTimeout = "1s"
-
-// startHelpdesk starts the local helpdesk for a destination run and returns
-// the server's environment, extended to deliver to it.
-func startHelpdesk(kind string, rate float64, window time.Duration, lookup bool, seed uint64, env []string) (*helpdesk.Server, []string, error) {
-	caps := delivery.Capabilities{DedupWindow: window, Lookup: lookup}
-	switch kind {
-	case "webhook":
-	case "zendesk":
-		caps = delivery.Capabilities{DedupWindow: 2 * time.Hour, Lookup: true}
-	default:
-		return nil, nil, fmt.Errorf("-destination %q: webhook or zendesk", kind)
-	}
-	hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps,
-		Random: &helpdesk.RandomFaults{Rate: rate, Kinds: stressFaults, Seed: seed}})
-	if err != nil {
-		return nil, nil, err
-	}
-	env = append(env, "DESTINATION="+kind, "DESTINATION_TIMEOUT="+serverTimeout, "DELIVERY_SWEEP_INTERVAL=200ms")
-	if kind == "webhook" {
-		env = append(env, "DESTINATION_URL="+hd.WebhookURL(), "DESTINATION_DEDUP_WINDOW="+window.String(),
-			fmt.Sprintf("DESTINATION_LOOKUP=%t", lookup))
-	} else {
-		env = append(env, "DESTINATION_URL="+hd.URL())
-	}
-	return hd, env, nil
 }
 
 func envOr(name, def string) string {
@@ -261,10 +164,4 @@ func randomUint64() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return binary.LittleEndian.Uint64(b[:])
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -33,7 +33,7 @@ func Destination(d config.Delivery) (delivery.Destination, error) {
 		}
 		return webhook.New(d.URL, webhook.Options{
 			Token:        token,
-			Capabilities: delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup, SettleDelay: d.SettleDelay},
+			Capabilities: delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup, ReplaysErrors: d.ReplaysErrors, SettleDelay: d.SettleDelay},
 			Timeout:      d.Timeout,
 			AllowHTTP:    d.AllowHTTP,
 		})

@@ -18,6 +18,7 @@ const (
 	EnvDestinationSecret  = "DESTINATION_SECRET_ARN"
 	EnvDedupWindow        = "DESTINATION_DEDUP_WINDOW"
 	EnvLookup             = "DESTINATION_LOOKUP"
+	EnvReplaysErrors      = "DESTINATION_REPLAYS_ERRORS"
 	EnvSettleDelay        = "DESTINATION_SETTLE_DELAY"
 	EnvDestinationTimeout = "DESTINATION_TIMEOUT"
 	EnvMaxAttempts        = "DESTINATION_MAX_ATTEMPTS"
@@ -60,14 +61,16 @@ type Delivery struct {
 	// Secrets Manager secret that holds them on AWS.
 	Token     string
 	SecretARN string
-	// DedupWindow, Lookup and SettleDelay declare the webhook's
-	// capabilities; Zendesk's are fixed by its adapter (SettleDelay aside).
-	DedupWindow time.Duration
-	Lookup      bool
-	SettleDelay time.Duration
-	Timeout     time.Duration
-	MaxAttempts int
-	MaxAge      time.Duration
+	// DedupWindow, Lookup, ReplaysErrors and SettleDelay declare the
+	// webhook's capabilities; Zendesk's are fixed by its adapter
+	// (SettleDelay aside).
+	DedupWindow   time.Duration
+	Lookup        bool
+	ReplaysErrors bool
+	SettleDelay   time.Duration
+	Timeout       time.Duration
+	MaxAttempts   int
+	MaxAge        time.Duration
 	// Inline bounds a first attempt made by the callback itself; zero
 	// leaves every attempt to the worker.
 	Inline time.Duration
@@ -85,7 +88,7 @@ type Delivery struct {
 // deliverySettings are every variable of delivery but DESTINATION itself.
 var deliverySettings = []string{
 	EnvDestinationURL, EnvZendeskSubdomain, EnvDestinationToken, EnvDestinationSecret, EnvDedupWindow, EnvLookup,
-	EnvSettleDelay, EnvDestinationTimeout, EnvMaxAttempts, EnvMaxAge, EnvInlineTimeout, EnvSweepInterval,
+	EnvReplaysErrors, EnvSettleDelay, EnvDestinationTimeout, EnvMaxAttempts, EnvMaxAge, EnvInlineTimeout, EnvSweepInterval,
 	EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester,
 }
 
@@ -145,6 +148,16 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 			}
 			d.Lookup = b
 		}
+		if v := getenv(EnvReplaysErrors); v != "" {
+			b, err := strconv.ParseBool(v)
+			switch {
+			case err != nil:
+				bad(EnvReplaysErrors, "%q must be true or false", v)
+			case b && d.DedupWindow == 0:
+				bad(EnvReplaysErrors, "is true but %s is 0: a webhook that replays its answers per key remembers keys", EnvDedupWindow)
+			}
+			d.ReplaysErrors = b
+		}
 	}
 	if v := getenv(EnvDestinationToken); v != "" {
 		d.Token = v
@@ -177,7 +190,7 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 }
 
 func loadZendesk(getenv func(string) string, d *Delivery, bad func(name, format string, args ...any)) {
-	for _, name := range []string{EnvDedupWindow, EnvLookup} {
+	for _, name := range []string{EnvDedupWindow, EnvLookup, EnvReplaysErrors} {
 		if getenv(name) != "" {
 			bad(name, "cannot be set for %s: Zendesk's adapter declares what Zendesk does (it deduplicates by Idempotency-Key and can be looked up)", DestinationZendesk)
 		}

@@ -27,6 +27,7 @@ func TestDeliveryWebhook(t *testing.T) {
 	e[config.EnvDestinationSecret] = destSecretARN
 	e[config.EnvDedupWindow] = "2h"
 	e[config.EnvLookup] = "true"
+	e[config.EnvReplaysErrors] = "true"
 	e[config.EnvSettleDelay] = "30s"
 	e[config.EnvDestinationTimeout] = "5s"
 	e[config.EnvMaxAttempts] = "6"
@@ -38,7 +39,7 @@ func TestDeliveryWebhook(t *testing.T) {
 	}
 	want := config.Delivery{
 		Destination: "webhook", URL: "https://helpdesk.example.com/tickets", SecretARN: destSecretARN,
-		DedupWindow: 2 * time.Hour, Lookup: true, SettleDelay: 30 * time.Second, Timeout: 5 * time.Second,
+		DedupWindow: 2 * time.Hour, Lookup: true, ReplaysErrors: true, SettleDelay: 30 * time.Second, Timeout: 5 * time.Second,
 		MaxAttempts: 6, MaxAge: 12 * time.Hour, Inline: 2 * time.Second,
 	}
 	if c.Delivery != want {
@@ -78,6 +79,9 @@ func TestDeliveryRefusals(t *testing.T) {
 		{map[string]string{config.EnvDestination: "zendesk"}, "ZENDESK_SUBDOMAIN: is required with DESTINATION=zendesk"},
 		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "Acme"}, `ZENDESK_SUBDOMAIN: "Acme" must be lower-case`},
 		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "a", config.EnvLookup: "false"}, "DESTINATION_LOOKUP: cannot be set for zendesk"},
+		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "a", config.EnvReplaysErrors: "true"}, "DESTINATION_REPLAYS_ERRORS: cannot be set for zendesk"},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvReplaysErrors: "yes"}, `DESTINATION_REPLAYS_ERRORS: "yes" must be true or false`},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvReplaysErrors: "true"}, "DESTINATION_REPLAYS_ERRORS: is true but DESTINATION_DEDUP_WINDOW is 0"},
 		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "a", config.EnvDestinationURL: "https://a.test"}, "ZENDESK_SUBDOMAIN: is set together with DESTINATION_URL"},
 		{map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "a", config.EnvZendeskRequester: "x"}, `ZENDESK_REQUESTER_ID: "x" must be a Zendesk id`},
 	} {

@@ -23,6 +23,13 @@ type Capabilities struct {
 	// ticket (a search index lagging behind writes). Zero means a lookup
 	// sees every create at once.
 	SettleDelay time.Duration
+	// ReplaysErrors is true when the destination keeps its answer per
+	// idempotency key, errors included (Stripe's rule): a key whose create
+	// once got a 4xx or 5xx answer gets that same answer again for as long
+	// as the destination remembers the key. A resend after an operator
+	// settled the delivery not created then goes under a key of its own
+	// (Record.KeyFor), or it would only replay the old error.
+	ReplaysErrors bool
 }
 
 // Receipt names a ticket in the destination.
@@ -112,7 +119,9 @@ type Destination interface {
 	// Capabilities says what the destination promises about duplicates.
 	Capabilities() Capabilities
 	// Create sends t under idempotency key key and reports what happened.
-	// Every attempt for one ticket sends the same key. It does not return
+	// Every attempt for one ticket sends the same key (Record.KeyFor:
+	// after an operator's not-created decision, a key of its own where
+	// the destination replays errors). It does not return
 	// an error: every failure is a Result with an Outcome.
 	Create(ctx context.Context, key string, t ticket.Ticket) Result
 	// Lookup asks for the ticket whose external id is externalID

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -48,7 +49,8 @@ type Record struct {
 	State State
 	// Destination is the destination's kind when the ticket was created.
 	Destination string
-	// Key is the idempotency key every attempt sends (see Key).
+	// Key is the idempotency key of the ticket (see Key); KeyFor is the
+	// one an attempt sends.
 	Key string
 	// Attempts counts the attempts started (leases taken).
 	Attempts int
@@ -70,7 +72,7 @@ type Record struct {
 	// NextAt is the earliest time of the next attempt.
 	NextAt time.Time
 	// SafeAfter is when a person may say the helpdesk has no such ticket
-	// (a not-created settlement, which sends it again under the same key):
+	// (a not-created settlement, which sends it again, see KeyFor):
 	// ResendWait after the last request that may have created it, once no
 	// request can still be running there and its search shows what it
 	// made. Zero before any request.
@@ -158,5 +160,61 @@ func Key(opKey, ticketID string) string {
 	h.Write([]byte(opKey))
 	h.Write([]byte{0})
 	h.Write([]byte(ticketID))
+	return keyPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// ActionNotCreated is the audit action of an operator's decision that the
+// destination does not have the ticket, after which it is sent again.
+const ActionNotCreated = "settle.not_created"
+
+// Resends counts the operator's not-created decisions in the audit: the
+// times the ticket was queued again because the destination did not have
+// it.
+func (r *Record) Resends() int {
+	n := 0
+	for _, d := range r.Audit {
+		if d.Action == ActionNotCreated {
+			n++
+		}
+	}
+	return n
+}
+
+// KeyFor is the idempotency key an attempt sends to a destination with
+// caps. It is Key, whatever happened, where the destination deduplicates
+// successes only: were the operator wrong and the ticket there after all,
+// the same key finds it instead of making a second one. Where the
+// destination replays errors (caps.ReplaysErrors), a key that once got an
+// error gets only that error again, and a resend under it could never
+// succeed: after the n-th not-created decision the attempts send
+// ResendKey(Key, n), one key for all the attempts of that resend.
+func (r *Record) KeyFor(caps Capabilities) string {
+	if n := r.Resends(); caps.ReplaysErrors && n > 0 {
+		return ResendKey(r.Key, n)
+	}
+	return r.Key
+}
+
+// Keys lists every key the delivery's attempts may have sent, Key first:
+// Key and the key of each resend a destination that replays errors got.
+func (r *Record) Keys() []string {
+	keys := []string{r.Key}
+	for n := 1; n <= r.Resends(); n++ {
+		keys = append(keys, ResendKey(r.Key, n))
+	}
+	return keys
+}
+
+// ResendKey is the key of the n-th resend (n ≥ 1) of the ticket whose key
+// is key, to a destination that replays errors: derived from both, as
+// long as Key (76 characters) and never equal to it or to another
+// resend's.
+func ResendKey(key string, n int) string {
+	h := sha256.New()
+	h.Write([]byte(keyPrefix + "resend"))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(n)))
 	return keyPrefix + hex.EncodeToString(h.Sum(nil))
 }

@@ -318,7 +318,7 @@ func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Reco
 				return w.retry(rec, res, queued, true)
 			}
 		case stepSend:
-			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Create(ctx, rec.Key, t) })
+			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Create(ctx, rec.KeyFor(caps), t) })
 			return w.afterSend(rec, res, queued)
 		}
 	}

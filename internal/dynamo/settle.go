@@ -25,8 +25,9 @@ const (
 	// id (and URL) are recorded and the delivery is delivered.
 	SettleDelivered SettleAs = "delivered"
 	// SettleNotCreated: the operator checked that the helpdesk does not
-	// have the ticket; the delivery is queued again under the same
-	// idempotency key, due at once, with a fresh attempt budget.
+	// have the ticket; the delivery is queued again, due at once, with a
+	// fresh attempt budget, under the same idempotency key or, where the
+	// destination replays errors per key, one derived from it.
 	SettleNotCreated SettleAs = "not_created"
 	// SettleAbandoned: nothing more is attempted; a reason is required.
 	SettleAbandoned SettleAs = "abandoned"
@@ -50,7 +51,7 @@ func (d SettleAs) Action() string { return "settle." + string(d) }
 
 // NotCreatedNote is the note the audit entry of SettleNotCreated carries:
 // what the decision did besides changing the state.
-const NotCreatedNote = "queued again under the same idempotency key, due now; attempts reset to 0 (a fresh budget) and maybe_sent cleared"
+const NotCreatedNote = "queued again, due now, under the same idempotency key (a new one derived from it where the destination replays errors per key); attempts reset to 0 (a fresh budget) and maybe_sent cleared"
 
 // Settleable lists the states a decision may replace: every stored state
 // but Delivered, which the helpdesk already has.
@@ -165,9 +166,11 @@ func (s *Settlement) check() error {
 //
 //   - SettleDelivered records dest_id, dest_url and delivered_at and takes
 //     the ticket out of AttentionIndex.
-//   - SettleNotCreated queues it again under the same key: maybe_sent
-//     false, attempts 0, next_at now, listed in AttentionIndex as queued
-//     from now, so that the next sweep attempts it.
+//   - SettleNotCreated queues it again: maybe_sent false, attempts 0,
+//     next_at now, listed in AttentionIndex as queued from now, so that
+//     the next sweep attempts it. The audit entry counts as a resend
+//     (delivery.Record.KeyFor): the same key, or for a destination that
+//     replays errors per key a new one derived from it.
 //   - SettleAbandoned takes it out of AttentionIndex; nothing more is
 //     attempted.
 //

@@ -142,7 +142,11 @@ func New(baseURL string, o Options) (*Destination, error) {
 func (d *Destination) Name() string { return Name }
 
 // Capabilities returns Zendesk's: DedupWindow, lookup, and SettleDelay or
-// the one Options gave.
+// the one Options gave. ReplaysErrors is false: Zendesk's reference says a
+// remembered key returns the ticket its first create made and does not
+// say that it keeps errors, so a resend after an operator's not-created
+// decision keeps the ticket's key, and a ticket the operator missed is
+// found under it rather than made twice.
 func (d *Destination) Capabilities() delivery.Capabilities {
 	return delivery.Capabilities{DedupWindow: DedupWindow, Lookup: true, SettleDelay: d.opts.SettleDelay}
 }

@@ -18,11 +18,13 @@ type capabilitiesJSON struct {
 	DedupWindow *string `json:"dedup_window,omitempty"`
 	Lookup      *bool   `json:"lookup,omitempty"`
 	SettleDelay *string `json:"settle_delay,omitempty"`
+	// ReplaysErrors: a key whose create got an error gets it again.
+	ReplaysErrors *bool `json:"replays_errors,omitempty"`
 }
 
 func capsJSON(c delivery.Capabilities) capabilitiesJSON {
 	w, d := c.DedupWindow.String(), c.SettleDelay.String()
-	return capabilitiesJSON{DedupWindow: &w, Lookup: &c.Lookup, SettleDelay: &d}
+	return capabilitiesJSON{DedupWindow: &w, Lookup: &c.Lookup, SettleDelay: &d, ReplaysErrors: &c.ReplaysErrors}
 }
 
 // controlRoutes serves the control API under ControlPath:
@@ -114,6 +116,9 @@ func (s *Server) putCapabilities(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.Lookup != nil {
 		c.Lookup = *in.Lookup
+	}
+	if in.ReplaysErrors != nil {
+		c.ReplaysErrors = *in.ReplaysErrors
 	}
 	if err := checkCapabilities(c); err != nil {
 		controlError(w, err.Error())

@@ -4,7 +4,9 @@
 // the tickets it is sent, and misbehaves on request.
 //
 // Its capabilities (deduplicating by Idempotency-Key within a window,
-// lookup by external id, a lag before a new ticket is visible to lookups)
+// replaying a key's error answer to every later create with that key as
+// Stripe does, lookup by external id, a lag before a new ticket is visible
+// to lookups)
 // are set at Start and can be changed while it runs. Faults are injected
 // for the next requests of a kind (create or lookup): the answer lost after
 // creating, a 5xx (or any status) before or after creating, 429 with

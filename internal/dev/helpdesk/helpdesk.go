@@ -55,7 +55,9 @@ const (
 // Options configure a Server.
 type Options struct {
 	// Capabilities are the helpdesk's behaviour towards duplicates:
-	// DedupWindow (0: every create makes a ticket), Lookup (lookups
+	// DedupWindow (0: every create makes a ticket), ReplaysErrors (with
+	// a window: a key whose create was answered with an error, by
+	// FailBefore or FailAfter, gets that error again), Lookup (lookups
 	// answered, else 404) and SettleDelay (how long a new ticket stays
 	// invisible to lookups).
 	Capabilities delivery.Capabilities

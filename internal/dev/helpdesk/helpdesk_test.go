@@ -619,3 +619,60 @@ func TestControlDuringARefusal(t *testing.T) {
 		t.Errorf("create after reset = %d: a queued fault survived", r.status)
 	}
 }
+
+// TestReplaysErrorsPerKey: with ReplaysErrors, a key whose create was
+// answered with an error (before or after creating) gets that same error
+// again for as long as the key is remembered, whatever the helpdesk could
+// do now; a 429 is not kept; other keys, and the key once the window has
+// passed, are served as usual. Without the capability the error is not
+// kept.
+func TestReplaysErrorsPerKey(t *testing.T) {
+	clk := newClock()
+	s := start(t, helpdesk.Options{Capabilities: delivery.Capabilities{DedupWindow: time.Hour, ReplaysErrors: true}, Now: clk.now})
+	c := client(5 * time.Second)
+	for _, f := range []helpdesk.Fault{{Kind: helpdesk.FailBefore, Status: 503}, {Kind: helpdesk.FailAfter, Status: 500},
+		{Kind: helpdesk.RateLimit}} {
+		if err := s.Inject(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-1", "T"), "Idempotency-Key", "k1"); r.status != 503 {
+		t.Fatalf("first create = %d", r.status)
+	}
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-2", "T"), "Idempotency-Key", "k2"); r.status != 500 {
+		t.Fatalf("create after creating = %d", r.status)
+	}
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-3", "T"), "Idempotency-Key", "k3"); r.status != 429 {
+		t.Fatalf("rate limited = %d", r.status)
+	}
+	for range 2 {
+		if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-1", "T"), "Idempotency-Key", "k1"); r.status != 503 || r.body["error"] != "injected_fault" {
+			t.Fatalf("k1 again = %d %v, want its 503 replayed", r.status, r.body)
+		}
+		if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-2", "T"), "Idempotency-Key", "k2"); r.status != 500 {
+			t.Fatalf("k2 again = %d, want its 500 replayed", r.status)
+		}
+	}
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-3", "T"), "Idempotency-Key", "k3"); r.status != 201 {
+		t.Fatalf("k3 after a 429 = %d, want created", r.status)
+	}
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-1", "T"), "Idempotency-Key", "k1-resend"); r.status != 201 {
+		t.Fatalf("a new key = %d, want created", r.status)
+	}
+	if got := s.Counts(); got.ErrorReplays != 4 || got.Creations != 3 {
+		t.Fatalf("counts = %+v, want 4 error replays and 3 tickets (k2's made before its 500)", got)
+	}
+	clk.advance(time.Hour)
+	if r := do(t, c, "POST", s.WebhookURL(), webhookBody("x-1", "T"), "Idempotency-Key", "k1"); r.status != 201 {
+		t.Fatalf("k1 past the window = %d, want created", r.status)
+	}
+
+	plain := start(t, helpdesk.Options{Capabilities: delivery.Capabilities{DedupWindow: time.Hour}})
+	if err := plain.Inject(helpdesk.Fault{Kind: helpdesk.FailBefore, Status: 503}); err != nil {
+		t.Fatal(err)
+	}
+	_ = do(t, c, "POST", plain.WebhookURL(), webhookBody("x-1", "T"), "Idempotency-Key", "k1")
+	if r := do(t, c, "POST", plain.WebhookURL(), webhookBody("x-1", "T"), "Idempotency-Key", "k1"); r.status != 201 {
+		t.Fatalf("without ReplaysErrors, k1 again = %d, want created", r.status)
+	}
+}

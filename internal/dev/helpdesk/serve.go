@@ -81,9 +81,22 @@ func (s *Server) createHandler(f *front) http.Handler {
 			return
 		}
 		s.mu.Lock()
+		kept, replayErr := s.keptError(key)
+		s.mu.Unlock()
+		if replayErr {
+			s.logf("request", "front", f.via, "op", Create, "status", kept.Status, "outcome", "error_replay")
+			s.faultAnswer(w, f, Create, kept)
+			return
+		}
+		s.mu.Lock()
 		fault, faulty := s.next(Create)
 		s.mu.Unlock()
 		if faulty && s.before(w, f, Create, fault) {
+			if fault.Kind == FailBefore {
+				s.mu.Lock()
+				s.keepError(key, fault)
+				s.mu.Unlock()
+			}
 			return
 		}
 		t, fp, status, msg := f.decode(body)
@@ -104,6 +117,11 @@ func (s *Server) createHandler(f *front) http.Handler {
 			s.logf("request", "front", f.via, "op", Create, "status", http.StatusBadRequest, "outcome", "key_conflict")
 			f.conflict(w)
 			return
+		}
+		if faulty && fault.Kind == FailAfter && !replay {
+			s.mu.Lock()
+			s.keepError(key, fault)
+			s.mu.Unlock()
 		}
 		if faulty && s.after(w, r, f, Create, fault) {
 			return

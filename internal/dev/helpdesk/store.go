@@ -1,6 +1,7 @@
 package helpdesk
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 )
@@ -52,20 +53,27 @@ type Counts struct {
 	CreateRequests int `json:"create_requests"`
 	LookupRequests int `json:"lookup_requests"`
 	// Creations counts tickets made; Replays counts creates answered with
-	// an earlier ticket because their key was remembered.
-	Creations int `json:"creations"`
-	Replays   int `json:"replays"`
+	// an earlier ticket because their key was remembered; ErrorReplays
+	// counts creates answered with an earlier error of their key (with
+	// Capabilities.ReplaysErrors).
+	Creations    int `json:"creations"`
+	Replays      int `json:"replays"`
+	ErrorReplays int `json:"error_replays"`
 	// Faults counts requests a fault was applied to.
 	Faults int `json:"faults"`
 	// Unauthorized counts requests refused for their credentials.
 	Unauthorized int `json:"unauthorized"`
 }
 
-// keyRecord is what deduplication remembers of a key.
+// keyRecord is what deduplication remembers of a key: the ticket its
+// create made, if any, and, with Capabilities.ReplaysErrors, the error its
+// create was answered with (fail), which every later create with the key
+// gets again while the key is remembered.
 type keyRecord struct {
 	ticket      *Ticket
 	fingerprint string
 	at          time.Time
+	fail        *Fault
 }
 
 // state is everything Reset forgets. Server.mu guards it.
@@ -170,7 +178,7 @@ func (s *Server) view(t *Ticket) Ticket {
 func (s *Server) create(t *Ticket, key, fp string) (made *Ticket, replay, conflict bool) {
 	now := s.opts.Now()
 	if key != "" && s.caps.DedupWindow > 0 {
-		if r, ok := s.st.byKey[key]; ok && now.Sub(r.at) < s.caps.DedupWindow {
+		if r, ok := s.st.byKey[key]; ok && r.ticket != nil && now.Sub(r.at) < s.caps.DedupWindow {
 			if r.fingerprint != fp {
 				return nil, false, true
 			}
@@ -190,6 +198,43 @@ func (s *Server) create(t *Ticket, key, fp string) (made *Ticket, replay, confli
 		s.st.byKey[key] = &keyRecord{ticket: t, fingerprint: fp, at: now}
 	}
 	return t, false, false
+}
+
+// keepsErrors reports whether the helpdesk keeps the errors of creates
+// carrying key. The caller holds mu.
+func (s *Server) keepsErrors(key string) bool {
+	return key != "" && s.caps.ReplaysErrors && s.caps.DedupWindow > 0
+}
+
+// keptError returns the error remembered for key, to be answered again
+// instead of doing anything. The caller holds mu.
+func (s *Server) keptError(key string) (Fault, bool) {
+	if !s.keepsErrors(key) {
+		return Fault{}, false
+	}
+	r, ok := s.st.byKey[key]
+	if !ok || r.fail == nil || s.opts.Now().Sub(r.at) >= s.caps.DedupWindow {
+		return Fault{}, false
+	}
+	s.st.counts.ErrorReplays++
+	return *r.fail, true
+}
+
+// keepError remembers that the create carrying key was answered with
+// fault's error (5xx before or after creating, or any other status
+// FailBefore or FailAfter gave; a 429 is not kept, as Stripe keeps no
+// answer given before the request ran). The caller holds mu.
+func (s *Server) keepError(key string, fault Fault) {
+	if !s.keepsErrors(key) || fault.Status == http.StatusTooManyRequests {
+		return
+	}
+	r, ok := s.st.byKey[key]
+	if !ok || s.opts.Now().Sub(r.at) >= s.caps.DedupWindow {
+		r = &keyRecord{at: s.opts.Now()}
+		s.st.byKey[key] = r
+	}
+	f := fault
+	r.fail = &f
 }
 
 // visible returns the tickets with external id x ("": any) that lookups

@@ -68,6 +68,11 @@ type DeliveryReport struct {
 	Unknown int
 	// Faults is how many requests the helpdesk made misbehave.
 	Faults int
+	// Uncertain counts deliveries that ended uncertain (left to a
+	// person); UncertainNeverSent those of them whose key no create
+	// request ever brought to the helpdesk (CountNeverSent): an uncertain
+	// delivery that was certainly never sent is a false alarm.
+	Uncertain, UncertainNeverSent int
 	// Examples names a few lost or duplicated tickets.
 	Examples []string
 }
@@ -113,6 +118,23 @@ func TallyDeliveries(tickets []StoredTicket, records map[string]*delivery.Record
 	return rep
 }
 
+// CountNeverSent counts, among the uncertain deliveries of records, those
+// whose key no create request carried to the helpdesk, from the
+// helpdesk's count of create requests per key (helpdesk.KeyRequests).
+func (r *DeliveryReport) CountNeverSent(records map[string]*delivery.Record, keyRequests map[string]int) {
+	r.Uncertain, r.UncertainNeverSent = 0, 0
+	for id, d := range records {
+		if d == nil || d.State != delivery.Uncertain {
+			continue
+		}
+		r.Uncertain++
+		if !slices.ContainsFunc(d.Keys(), func(k string) bool { return keyRequests[k] > 0 }) {
+			r.UncertainNeverSent++
+			r.example("uncertain although never sent " + id)
+		}
+	}
+}
+
 func (r *DeliveryReport) example(s string) {
 	if len(r.Examples) < 5 {
 		r.Examples = append(r.Examples, s)
@@ -120,13 +142,14 @@ func (r *DeliveryReport) example(s string) {
 }
 
 // Check returns an error unless nothing was duplicated at the destination,
-// lost or unknown there.
+// lost or unknown there, and no delivery was left uncertain that was
+// never sent.
 func (r DeliveryReport) Check() error {
-	if r.Duplicated == 0 && r.Lost == 0 && r.Unknown == 0 {
+	if r.Duplicated == 0 && r.Lost == 0 && r.Unknown == 0 && r.UncertainNeverSent == 0 {
 		return nil
 	}
-	return fmt.Errorf("deliveries: duplicated %d, lost %d, unknown at the destination %d (%s)",
-		r.Duplicated, r.Lost, r.Unknown, strings.Join(r.Examples, "; "))
+	return fmt.Errorf("deliveries: duplicated %d, lost %d, unknown at the destination %d, uncertain although never sent %d (%s)",
+		r.Duplicated, r.Lost, r.Unknown, r.UncertainNeverSent, strings.Join(r.Examples, "; "))
 }
 
 // String prints one "name: value" line per count.
@@ -137,6 +160,8 @@ func (r DeliveryReport) String() string {
 	for _, s := range append(slices.Clone(delivery.States), "none") {
 		fmt.Fprintf(&b, "delivery %s: %d\n", s, r.States[string(s)])
 	}
+	fmt.Fprintf(&b, "uncertain deliveries: %d of %d tickets (%s)\n", r.Uncertain, r.Tickets, ratio(r.Uncertain, r.Tickets))
+	fmt.Fprintf(&b, "uncertain although never sent: %d\n", r.UncertainNeverSent)
 	fmt.Fprintf(&b, "duplicated at destination: %d\n", r.Duplicated)
 	fmt.Fprintf(&b, "unknown at destination: %d\n", r.Unknown)
 	fmt.Fprintf(&b, "lost: %d\n", r.Lost)

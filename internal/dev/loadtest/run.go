@@ -61,13 +61,19 @@ func NewClient(concurrency int) *http.Client {
 // Run sends calls to url with concurrency workers, the nonces used in turn,
 // and returns the results in call order. It stops sending when ctx ends.
 func Run(ctx context.Context, client *http.Client, url string, nonces []string, calls []Call, concurrency int) []Result {
+	return RunSpread(ctx, client, []string{url}, nonces, calls, concurrency)
+}
+
+// RunSpread is Run over several servers of one store: call i goes to
+// urls[i%len(urls)], as calls of one operation reach different containers.
+func RunSpread(ctx context.Context, client *http.Client, urls []string, nonces []string, calls []Call, concurrency int) []Result {
 	results := make([]Result, len(calls))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range max(concurrency, 1) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = doRetryingBusy(ctx, client, url, nonces[i%len(nonces)], calls[i])
+				results[i] = doRetryingBusy(ctx, client, urls[i%len(urls)], nonces[i%len(nonces)], calls[i])
 			}
 		})
 	}

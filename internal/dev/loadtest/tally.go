@@ -92,6 +92,8 @@ type Report struct {
 	Recreated int
 	// Duplicated counts operation keys holding more than one ticket.
 	Duplicated int
+	// ErrorExamples describes a few of the calls counted in Errors.
+	ErrorExamples []string
 }
 
 // Tally compares results, in the order of calls, with the tickets stored.
@@ -110,6 +112,9 @@ func Tally(calls []Call, results []Result, stored []StoredTicket) Report {
 		switch {
 		case res.Status == 0 || res.Status >= 500 || res.Err != "":
 			r.Errors++
+			if len(r.ErrorExamples) < 5 {
+				r.ErrorExamples = append(r.ErrorExamples, fmt.Sprintf("call %d (%s): status %d, code %q, error %q, after %d busy", i, res.Op, res.Status, res.Code, res.Err, res.Busy))
+			}
 			continue
 		case res.Status == 401 || res.Status == 403:
 			r.Refused++
@@ -185,7 +190,7 @@ func (r Report) Check() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	bad(r.Errors > 0, "%d calls ended in a server error or no answer", r.Errors)
+	bad(r.Errors > 0, "%d calls ended in a server error or no answer: %s", r.Errors, strings.Join(r.ErrorExamples, "; "))
 	bad(r.Lost > 0, "%d answered tickets are not in the store", r.Lost)
 	bad(r.Unacknowledged > 0, "%d stored tickets were never answered", r.Unacknowledged)
 	bad(r.Split > 0, "%d operations were answered with more than one ticket", r.Split)
