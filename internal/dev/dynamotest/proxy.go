@@ -72,6 +72,21 @@ func StartProxy(target string) (p *Proxy, stop func()) {
 	}
 }
 
+// SetConflicts sets Conflicts under the proxy's lock: for a proxy already
+// serving requests of other processes, which no assignment of the field
+// would be ordered with.
+func (p *Proxy) SetConflicts(c *Conflicts) {
+	p.mu.Lock()
+	p.Conflicts = c
+	p.mu.Unlock()
+}
+
+func (p *Proxy) conflicts() *Conflicts {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Conflicts
+}
+
 // Inject queues faults for the next requests of operation op, one per
 // request, in order.
 func (p *Proxy) Inject(op string, faults ...Fault) {
@@ -129,16 +144,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	release := func() {}
-	if p.Conflicts != nil {
+	rule := p.conflicts()
+	if rule != nil {
 		var cf *Fault
-		if cf, release = p.Conflicts.admit(op, body); cf != nil {
+		if cf, release = rule.admit(op, body); cf != nil {
 			writeError(w, *cf)
 			return
 		}
 	}
 	status, header, out := p.forward(r, body)
 	release()
-	if p.Conflicts != nil && p.Conflicts.lose(op, status) {
+	if rule != nil && rule.lose(op, status) {
 		writeError(w, Fault{Error: "InternalServerError", Status: http.StatusInternalServerError})
 		return
 	}

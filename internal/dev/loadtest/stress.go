@@ -161,7 +161,7 @@ func RunStress(ctx context.Context, o StressOptions) (StressSummary, error) {
 			proxy, stop := dynamotest.StartProxy(db.URL)
 			defer stop()
 			rule = &dynamotest.Conflicts{Hold: o.Hold, LoseRate: o.LoseRate, Rand: mrand.New(mrand.NewPCG(o.Seed, o.Seed^0x2545f491))}
-			proxy.Conflicts = rule
+			proxy.SetConflicts(rule)
 			endpoint = proxy.URL
 			fmt.Fprintf(out, "store: %s behind the fault proxy %s: DynamoDB's transaction conflict rule (each transaction holds its items %v), %.1f%% of applied writes lose their answer\n",
 				db.URL, proxy.URL, o.Hold, 100*o.LoseRate)

@@ -72,7 +72,8 @@ func TestSeedBurstThroughTwoServerProcesses(t *testing.T) {
 	endpoint, _ := dynamotest.Endpoint(t)
 	proxy := dynamotest.NewProxy(t, endpoint)
 	seed := suitetest.Seed(t)
-	proxy.Conflicts = &dynamotest.Conflicts{Hold: conflictHold, Rand: rand.New(rand.NewPCG(seed, seed))}
+	rule := &dynamotest.Conflicts{Hold: conflictHold, Rand: rand.New(rand.NewPCG(seed, seed))}
+	proxy.SetConflicts(rule)
 	table := "oncecall-test-" + randomHex(6)
 	t.Cleanup(func() { dropTable(t, endpoint, table) })
 	env := []string{"DYNAMODB_ENDPOINT=" + proxy.URL, "TABLE_NAME=" + table}
@@ -90,7 +91,7 @@ func TestSeedBurstThroughTwoServerProcesses(t *testing.T) {
 	for round := range rounds {
 		rep.Add(loadtest.Burst(context.Background(), hc, urls, hash, fmt.Sprintf("burst-two-processes-%d", round)))
 		if rep.Clean != round+1 {
-			t.Fatalf("round %d: %s (%v); conflict rule %+v", round, rep, rep.Examples, proxy.Conflicts.Stats())
+			t.Fatalf("round %d: %s (%v); conflict rule %+v", round, rep, rep.Examples, rule.Stats())
 		}
 	}
 	if rep.Busy != 0 || rep.Created != rounds || rep.Deduplicated != rounds*(loadtest.BurstCalls-1) {
@@ -100,7 +101,7 @@ func TestSeedBurstThroughTwoServerProcesses(t *testing.T) {
 	if n := store.Count(t, "ticket"); n != rounds {
 		t.Fatalf("%d tickets for %d bursts", n, rounds)
 	}
-	t.Logf("%s; conflict rule %+v", rep, proxy.Conflicts.Stats())
+	t.Logf("%s; conflict rule %+v", rep, rule.Stats())
 }
 
 // TestCountNeverSent: an uncertain delivery whose key (or a resend's key)
