@@ -310,3 +310,41 @@ func WaitListening(t testing.TB, hd *helpdesk.Server) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// CheckForgedPriorityAndTags creates through d, at hd, tickets whose
+// priority is none of the four (create_ticket's schema refuses it, but a
+// ticket item can be written another way) and whose tags name what
+// triggers key on: the helpdesk must receive the default priority, never
+// the forged words, and only namespaced tags; the four priorities pass as
+// they are.
+func CheckForgedPriorityAndTags(t *testing.T, hd *helpdesk.Server, d delivery.Destination) {
+	t.Helper()
+	for i, tc := range []struct{ sent, received string }{
+		{"urgent\r\nX-Escalate: page-the-ceo", "normal"},
+		{"P1", "normal"},
+		{"URGENT", "normal"},
+		{" high", "normal"},
+		{"", "normal"},
+		{"low", "low"}, {"normal", "normal"}, {"high", "high"}, {"urgent", "urgent"},
+	} {
+		tk := NewTicket()
+		tk.ID = fmt.Sprintf("%s%02d", tk.ID[:len(tk.ID)-2], i)
+		tk.Priority = tc.sent
+		tk.Tags = []string{"vip", "sla_breach", "priority_urgent"}
+		if r := d.Create(context.Background(), fmt.Sprintf("k%d", i), tk); r.Outcome != delivery.Created {
+			t.Fatalf("priority %q: Create = %+v", tc.sent, r)
+		}
+		got := hd.TicketsByExternalID(tk.ID)
+		if len(got) != 1 {
+			t.Fatalf("priority %q: %d tickets at the helpdesk", tc.sent, len(got))
+		}
+		if got[0].Priority != tc.received {
+			t.Errorf("priority %q reached the helpdesk as %q, want %q", tc.sent, got[0].Priority, tc.received)
+		}
+		for _, tag := range got[0].Tags {
+			if !strings.HasPrefix(tag, delivery.ModelTagPrefix) && tag != "oncecall" {
+				t.Errorf("tag %q reached the helpdesk without the model's namespace", tag)
+			}
+		}
+	}
+}
