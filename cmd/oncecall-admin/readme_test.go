@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,8 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,52 +54,35 @@ type shellLine struct {
 // section it is in.
 func readmeShell(t *testing.T) []shellLine {
 	t.Helper()
-	root, err := doctest.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := doctest.Pages(root)
+	_, pages, err := doctest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []shellLine
 	for _, p := range pages {
-		out = append(out, pageShell(t, filepath.Join(root, p), p)...)
+		for _, b := range doctest.Blocks(p.Path, p.Text) {
+			if b.Lang == "sh" {
+				for _, line := range shellCommands(b.Text) {
+					out = append(out, shellLine{p.Path, b.Heading, line})
+				}
+			}
+		}
 	}
 	return out
 }
 
-func pageShell(t *testing.T, path, page string) []shellLine {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []shellLine
-	section, inBlock, pending := "", false, ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "```"):
-			inBlock = !inBlock && strings.TrimPrefix(line, "```") == "sh"
-			continue
-		case !inBlock && strings.HasPrefix(line, "#"):
-			section = line
-			continue
-		case !inBlock:
-			continue
-		}
+// shellCommands splits a shell block into its commands, joining the lines
+// a backslash continues.
+func shellCommands(block string) []string {
+	var out []string
+	pending := ""
+	for _, line := range strings.Split(block, "\n") {
 		if strings.HasSuffix(line, "\\") {
 			pending += strings.TrimSuffix(line, "\\") + " "
 			continue
 		}
-		out = append(out, shellLine{page, section, strings.TrimSpace(pending + line)})
+		out = append(out, strings.TrimSpace(pending+line))
 		pending = ""
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/dev/doctest"
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/loadtest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
@@ -58,41 +59,24 @@ func runbookSteps(t *testing.T) (steps []runbookStep, section string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := strings.Index(string(raw), "\n"+runbookSection+"\n")
-	if start < 0 {
+	section, ok := doctest.Section(string(raw), runbookSection)
+	if !ok {
 		t.Fatalf("docs/runbook.md has no %q section", runbookSection)
 	}
-	section = string(raw[start+1:])
-	if end := strings.Index(section[len(runbookSection):], "\n## "); end >= 0 {
-		section = section[:len(runbookSection)+end]
-	}
-	example := strings.Index(section, "\n"+runbookExample+"\n")
-	if example < 0 {
+	example, ok := doctest.Section(section, runbookExample)
+	if !ok {
 		t.Fatalf("the runbook has no %q", runbookExample)
 	}
-	kind, block, pending := "", []string(nil), ""
-	sc := bufio.NewScanner(strings.NewReader(section[example:]))
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "```") && kind == "":
-			kind, block = strings.TrimPrefix(line, "```"), nil
-		case strings.HasPrefix(line, "```"):
-			if kind == "json" || kind == "text" {
-				steps = append(steps, runbookStep{kind, strings.Join(block, "\n")})
+	for _, b := range doctest.Blocks(runbookPage, example) {
+		switch b.Lang {
+		case "sh":
+			for _, l := range shellCommands(b.Text) {
+				if l != "" {
+					steps = append(steps, runbookStep{"sh", l})
+				}
 			}
-			kind = ""
-		case kind == "sh":
-			if strings.HasSuffix(line, "\\") {
-				pending += strings.TrimSuffix(line, "\\") + " "
-				continue
-			}
-			if l := strings.TrimSpace(pending + line); l != "" {
-				steps = append(steps, runbookStep{"sh", l})
-			}
-			pending = ""
-		case kind != "":
-			block = append(block, line)
+		case "json", "text":
+			steps = append(steps, runbookStep{b.Lang, b.Text})
 		}
 	}
 	return steps, section

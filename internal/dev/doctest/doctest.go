@@ -68,6 +68,31 @@ func Pages(root string) ([]string, error) {
 	return append(pages, "SECURITY.md"), nil
 }
 
+// Page is one documentation page: its path relative to the root, and its
+// text.
+type Page struct {
+	Path, Text string
+}
+
+// Load returns the root and its pages (Pages), read.
+func Load() (root string, pages []Page, err error) {
+	if root, err = Root(); err != nil {
+		return "", nil, err
+	}
+	paths, err := Pages(root)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, p := range paths {
+		raw, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return "", nil, err
+		}
+		pages = append(pages, Page{Path: p, Text: string(raw)})
+	}
+	return root, pages, nil
+}
+
 // Section returns the text of page from the heading line (such as
 // "## Layout") up to the next heading of the same level or a higher one.
 func Section(text, heading string) (string, bool) {

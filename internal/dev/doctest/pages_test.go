@@ -1,37 +1,35 @@
 package doctest_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/dev/doctest"
 )
 
-// read returns the root and every page's text.
+// read returns the root, the pages in reading order and their texts.
 func read(t *testing.T) (string, []string, map[string]string) {
 	t.Helper()
-	root, err := doctest.Root()
+	root, pages, err := doctest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := doctest.Pages(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var paths []string
 	texts := map[string]string{}
 	for _, p := range pages {
-		raw, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		texts[p] = string(raw)
+		paths = append(paths, p.Path)
+		texts[p.Path] = p.Text
 	}
-	return root, pages, texts
+	return root, paths, texts
 }
 
 // testNames returns the names of every test function of the module.
@@ -78,7 +76,7 @@ func TestShellBlocksSayHowTheyAreChecked(t *testing.T) {
 				continue
 			}
 			n++
-			where := p + ":" + itoa(b.Line)
+			where := p + ":" + strconv.Itoa(b.Line)
 			switch b.Mark {
 			case doctest.MarkRun, doctest.MarkServer, doctest.MarkTarget:
 			case doctest.MarkTestedBy:
@@ -101,22 +99,6 @@ func TestShellBlocksSayHowTheyAreChecked(t *testing.T) {
 	}
 }
 
-func itoa(n int) string {
-	return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n))
-}
-
-func fmtInt(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
-}
-
 // TestLinksResolve: every relative link of the docs names a file that
 // exists and, with an anchor, a heading that makes it.
 func TestLinksResolve(t *testing.T) {
@@ -131,6 +113,7 @@ func TestLinksResolve(t *testing.T) {
 	}
 	anchors["BENCHMARKS.md"] = doctest.Anchors(string(benchmarks))
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	scheme := regexp.MustCompile(`^[a-z]+:`)
 	n := 0
 	for _, p := range pages {
 		text := texts[p]
@@ -139,7 +122,7 @@ func TestLinksResolve(t *testing.T) {
 		}
 		for _, m := range link.FindAllStringSubmatch(text, -1) {
 			target := m[1]
-			if regexp.MustCompile(`^[a-z]+:`).MatchString(target) {
+			if scheme.MatchString(target) {
 				continue
 			}
 			n++
@@ -169,46 +152,90 @@ func TestLinksResolve(t *testing.T) {
 }
 
 // TestLimitsAreNamedConstants: every constant the limits table names is
-// declared in the package it names.
+// declared in the package it names (a package-level name, or a method or
+// field of one of its types).
 func TestLimitsAreNamedConstants(t *testing.T) {
 	root, _, texts := read(t)
 	section, ok := doctest.Section(texts["docs/configuration.md"], "## Limits")
 	if !ok {
 		t.Fatal(`docs/configuration.md has no "## Limits"`)
 	}
+	dirs := map[string]string{} // package folder name → its path
+	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() != "testdata" {
+			dirs[d.Name()] = path
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ref := regexp.MustCompile("`([a-z]+)\\.([A-Za-z]\\w*)(?:\\.(\\w+))?`")
+	declared := map[string]map[string]bool{}
 	n := 0
 	for _, m := range ref.FindAllStringSubmatch(section, -1) {
 		pkg, name := m[1], m[2]
 		if m[3] != "" {
-			name = m[3] // a method: Policy.LeaseFor
+			name = m[3] // a method or field: Policy.LeaseFor
 		}
-		dirs, _ := filepath.Glob(filepath.Join(root, "internal", pkg))
-		if pkg == "httpsend" {
-			dirs = []string{filepath.Join(root, "internal", "delivery", "httpsend")}
-		}
-		if len(dirs) == 0 {
+		dir, ok := dirs[pkg]
+		if !ok {
 			continue // not a package: function.name, context.metadata
 		}
 		n++
-		decl := regexp.MustCompile(`(?m)(^\s*|\bconst |\bvar |\) )` + name + `\b`)
-		found := false
-		files, _ := filepath.Glob(filepath.Join(dirs[0], "*.go"))
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			raw, _ := os.ReadFile(f)
-			if decl.Match(raw) {
-				found = true
-				break
-			}
+		if declared[pkg] == nil {
+			declared[pkg] = packageNames(t, dir)
 		}
-		if !found {
-			t.Errorf("the limits table names %s.%s, which internal/%s does not declare", pkg, name, pkg)
+		if !declared[pkg][name] {
+			t.Errorf("the limits table names %s.%s, which %s does not declare", pkg, name, dir)
 		}
 	}
 	if n < 30 {
 		t.Errorf("only %d constants named in the limits table", n)
 	}
+}
+
+// packageNames returns the package-level names declared in dir's Go files
+// (tests left out), methods and struct fields included.
+func packageNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				names[d.Name.Name] = true
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							names[id.Name] = true
+						}
+					case *ast.TypeSpec:
+						names[s.Name.Name] = true
+						if st, ok := s.Type.(*ast.StructType); ok {
+							for _, f := range st.Fields.List {
+								for _, id := range f.Names {
+									names[id.Name] = true
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return names
 }

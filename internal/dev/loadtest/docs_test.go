@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,20 +43,12 @@ func TestDocCommands(t *testing.T) {
 			t.Fatalf("%s is needed to run the docs' commands (README's prerequisites name it)", tool)
 		}
 	}
-	root, err := doctest.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := doctest.Pages(root)
+	root, pages, err := doctest.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ran := 0
 	for _, p := range pages {
-		raw, err := os.ReadFile(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Split the page's blocks into runs: each server block starts one.
 		type run struct {
 			server string
@@ -65,7 +56,7 @@ func TestDocCommands(t *testing.T) {
 		}
 		var runs []run
 		server := "make run"
-		for _, b := range doctest.Blocks(p, string(raw)) {
+		for _, b := range doctest.Blocks(p.Path, p.Text) {
 			switch b.Mark {
 			case doctest.MarkServer:
 				server = strings.Join(strings.Fields(strings.ReplaceAll(strings.SplitN(b.Text, "#", 2)[0], "\\\n", " ")), " ")
@@ -81,7 +72,7 @@ func TestDocCommands(t *testing.T) {
 			if len(r.blocks) == 0 {
 				continue
 			}
-			t.Run(strings.ReplaceAll(p, "/", "_")+"/"+strings.ReplaceAll(r.server, " ", "_"), func(t *testing.T) {
+			t.Run(strings.ReplaceAll(p.Path, "/", "_")+"/"+strings.ReplaceAll(r.server, " ", "_"), func(t *testing.T) {
 				ran += len(r.blocks)
 				runBlocks(t, root, r.server, r.blocks)
 			})
