@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
@@ -18,7 +16,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/mapping"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
-	"github.com/oncecall/oncecall/internal/stream"
 )
 
 // BackstopResult is how long a ticket whose stream record never reaches
@@ -77,13 +74,9 @@ func Backstop(ctx context.Context, st *Store) (BackstopResult, error) {
 		if i > 0 {
 			time.Sleep(backstopSpacing)
 		}
-		reply, _, err := c.Post(svc.URL, CreateBody("user-a", fmt.Sprintf("backstop-%d-%d", time.Now().UnixNano(), i)))
+		id, err := c.Create(svc.URL, "user-a", fmt.Sprintf("backstop-%d-%d", time.Now().UnixNano(), i))
 		if err != nil {
 			return r, err
-		}
-		id, _ := reply.Body["ticket_id"].(string)
-		if reply.Kind() != "created" || id == "" {
-			return r, fmt.Errorf("create answered %s", reply.Raw)
 		}
 		ids = append(ids, id)
 	}
@@ -113,12 +106,13 @@ func Backstop(ctx context.Context, st *Store) (BackstopResult, error) {
 // delivers nothing, as when the mapping gave up on them; the schedule
 // invokes the real handler at the template's rate.
 func backstopRunner(ctx context.Context, cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*delivery.Outbox, func(), error) {
-	w, err := app.Worker(cfg, store, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	h := stream.New(w, logger).Handle
-	lost := func(ctx context.Context, ev json.RawMessage) (any, error) {
+	return mappedRunner(ctx, cfg, store, logger, mappedOptions{wrap: dropRecords})
+}
+
+// dropRecords answers every stream batch as done without invoking h, and
+// passes other events (the schedule's) to h.
+func dropRecords(h mapping.Handler) mapping.Handler {
+	return func(ctx context.Context, ev json.RawMessage) (any, error) {
 		var probe struct {
 			Records []json.RawMessage `json:"Records"`
 		}
@@ -127,23 +121,6 @@ func backstopRunner(ctx context.Context, cfg config.Config, store *dynamo.Store,
 		}
 		return h(ctx, ev)
 	}
-	awsCfg := dynamo.LocalConfig("us-east-1")
-	rctx, cancel := context.WithCancel(ctx)
-	_, _, wait, err := mapping.Start(rctx, mapping.Local{
-		Function: "DeliverFunction", Table: cfg.Table, AWS: awsCfg, Endpoint: cfg.Endpoint,
-		Admin: dynamodb.NewFromConfig(awsCfg, dynamo.Options(cfg.Endpoint)), Handler: lost, Logger: logger,
-	})
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	return app.Outbox(cfg, w), func() {
-		cancel()
-		wait()
-		if c, ok := w.Destination.(interface{ CloseIdleConnections() }); ok {
-			c.CloseIdleConnections()
-		}
-	}, nil
 }
 
 func backstopPart(ctx context.Context, o Options, w *strings.Builder) error {

@@ -216,13 +216,9 @@ func inlineRows(ctx context.Context, run *capacityRun, w *delivery.Worker, c *Cl
 	ids := make([]string, 0, n)
 	if err := run.measure(side, "create_ticket, created and delivered by the callback (TransactWriteItems, Lease, Finish)", table, n, func() error {
 		for i := range n {
-			reply, _, err := c.Post(url, CreateBody("user-a", fmt.Sprintf("capi-%d", i)))
+			id, err := c.Create(url, "user-a", fmt.Sprintf("capi-%d", i))
 			if err != nil {
 				return err
-			}
-			id, _ := reply.Body["ticket_id"].(string)
-			if reply.Kind() != "created" || id == "" {
-				return fmt.Errorf("create answered %s", reply.Raw)
 			}
 			ids = append(ids, id)
 		}
@@ -274,13 +270,9 @@ func createdRows(run *capacityRun, c *Client, url, side, table, prefix string, n
 	ids := make([]string, 0, n)
 	err = run.measure(side, "create_ticket, created", table, n, func() error {
 		for i := range n {
-			reply, _, err := c.Post(url, CreateBody("user-a", fmt.Sprintf("%s-%d", prefix, i)))
+			id, err := c.Create(url, "user-a", fmt.Sprintf("%s-%d", prefix, i))
 			if err != nil {
 				return err
-			}
-			id, _ := reply.Body["ticket_id"].(string)
-			if reply.Kind() != "created" || id == "" {
-				return fmt.Errorf("create answered %s", reply.Raw)
 			}
 			ids = append(ids, id)
 		}
@@ -376,13 +368,9 @@ func deliveryRows(ctx context.Context, run *capacityRun, w *delivery.Worker, hd 
 	// one of them).
 	var later []string
 	for i := range 2 {
-		reply, _, err := c.Post(url, CreateBody("user-a", fmt.Sprintf("capd-later-%d", i)))
+		id, err := c.Create(url, "user-a", fmt.Sprintf("capd-later-%d", i))
 		if err != nil {
 			return err
-		}
-		id, _ := reply.Body["ticket_id"].(string)
-		if reply.Kind() != "created" || id == "" {
-			return fmt.Errorf("create answered %s", reply.Raw)
 		}
 		later = append(later, id)
 		// 429: certainly not created, so the last refusal ends failed, not

@@ -90,13 +90,9 @@ func Delivery(ctx context.Context, st *Store, n int) (DeliveryResult, error) {
 	before := st.Front.Counts()
 	received := make(map[string]time.Time, n)
 	for i := range n {
-		reply, _, err := c.Post(svc.URL, CreateBody("user-a", fmt.Sprintf("delivery-%d-%d", time.Now().UnixNano(), i)))
+		id, err := c.Create(svc.URL, "user-a", fmt.Sprintf("delivery-%d-%d", time.Now().UnixNano(), i))
 		if err != nil {
 			return r, err
-		}
-		id, _ := reply.Body["ticket_id"].(string)
-		if reply.Kind() != "created" || id == "" {
-			return r, fmt.Errorf("create answered %s", reply.Raw)
 		}
 		r.Created++
 		got, err := waitAtHelpdesk(ctx, hd, id)
@@ -146,18 +142,37 @@ func waitAtHelpdesk(ctx context.Context, hd *helpdesk.Server, id string) (helpde
 // deliver function's handler through the local event source mapping
 // (internal/dev/mapping, with the template's settings), polled every
 // streamPoll instead of the mapping's default so that the figure is the
-// delivery path's, not the poll's.
+// delivery path's, not the poll's; the sweep runs every second.
 func localRunner(ctx context.Context, cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*delivery.Outbox, func(), error) {
+	return mappedRunner(ctx, cfg, store, logger, mappedOptions{sweepEvery: time.Second, poll: streamPoll})
+}
+
+// mappedOptions are how mappedRunner departs from the template's mapping.
+type mappedOptions struct {
+	// sweepEvery and poll replace the template's schedule and the
+	// mapping's default poll when positive.
+	sweepEvery, poll time.Duration
+	// wrap, when set, stands between the mapping and the handler.
+	wrap func(mapping.Handler) mapping.Handler
+}
+
+// mappedRunner wires the outbox with the deliver function's handler behind
+// the local event source mapping and schedule of template.yaml.
+func mappedRunner(ctx context.Context, cfg config.Config, store *dynamo.Store, logger *slog.Logger, o mappedOptions) (*delivery.Outbox, func(), error) {
 	w, err := app.Worker(cfg, store, logger)
 	if err != nil {
 		return nil, nil, err
+	}
+	var h mapping.Handler = stream.New(w, logger).Handle
+	if o.wrap != nil {
+		h = o.wrap(h)
 	}
 	awsCfg := dynamo.LocalConfig("us-east-1")
 	rctx, cancel := context.WithCancel(ctx)
 	_, _, wait, err := mapping.Start(rctx, mapping.Local{
 		Function: "DeliverFunction", Table: cfg.Table, AWS: awsCfg, Endpoint: cfg.Endpoint,
-		Admin: dynamodb.NewFromConfig(awsCfg, dynamo.Options(cfg.Endpoint)), Handler: stream.New(w, logger).Handle,
-		SweepEvery: time.Second, PollInterval: streamPoll, Logger: logger,
+		Admin: dynamodb.NewFromConfig(awsCfg, dynamo.Options(cfg.Endpoint)), Handler: h,
+		SweepEvery: o.sweepEvery, PollInterval: o.poll, Logger: logger,
 	})
 	if err != nil {
 		cancel()
@@ -193,12 +208,15 @@ func deliveryPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "| helpdesk round trip, direct | %s | %s |\n", ms(r.Helpdesk.P50()), ms(r.Helpdesk.P99()))
 	fmt.Fprintf(w, "| delivery latency (ticket stamped → helpdesk received) | %s | %s |\n\n", ms(r.Latency.P50()), ms(r.Latency.P99()))
 	updates, gets, txs := r.Requests["UpdateItem"], r.Requests["GetItem"], r.Requests["TransactWriteItems"]
-	fmt.Fprintf(w, "Store requests of the run, counted at the store: %s per created call. The callback's own path is the transaction (%s per call); the worker's are the lease and the result, **%s UpdateItem per delivered ticket**, and the read of the leased ticket, a consistent GetItem (the worker's role may not ask an update for the item back: it may write only the delivery's own attributes); the rest are the user record's first read (one GetItem in the run, counted below with the worker's) and the sweeps, once a second here (each, whatever there is to do, three queries of the earlier attention index for entries to relist, a query of each of the %d queued shards of the attention index for due retries, and one of each shard of the three states for the backlog); the stream's own reads (`GetRecords` every 5 ms here) are not the table's and are not counted.\n\n",
+	fmt.Fprintf(w, "Store requests of the run, counted at the store: %s per created call. The callback's own path is the transaction (%s per call); the worker's are the lease and the result, **%s UpdateItem per delivered ticket**, and the read of the leased ticket, a consistent GetItem (the worker's role may not ask an update for the item back: it may write only the delivery's own attributes); the rest are the user record's first read (one GetItem in the run) and the sweeps, once a second here (each, whatever there is to do, three queries of the earlier attention index for entries to relist, a query of each of the %d queued shards of the attention index for due retries, and one of each shard of the three states for the backlog); the stream's own reads (`GetRecords` every 5 ms here) are not the table's and are not counted.\n\n",
 		Describe(r.Requests, r.Created), ftoa(float64(txs)/float64(r.Created), 2), ftoa(float64(updates)/float64(r.Delivered), 2), dynamo.AttentionShards)
 	slack := r.Latency.P50() - r.Helpdesk.P50()
 	target(w, "delivery latency p50 − helpdesk round trip p50", ms(slack), "≤ 100 ms", slack <= 100*time.Millisecond)
-	perDelivery := float64(updates+gets) / float64(r.Delivered)
-	target(w, "store requests per successful delivery (lease, ticket read, result)", ftoa(perDelivery, 2), "≤ 3", perDelivery <= 3.01)
+	// The run's one GetItem that is not the worker's: the callback reads
+	// user-a's record once, its cache being cold at the first call.
+	const userReads = 1
+	perDelivery := float64(updates+gets-userReads) / float64(r.Delivered)
+	target(w, "store requests per successful delivery (lease, ticket read, result)", ftoa(perDelivery, 2), "≤ 3", perDelivery <= 3)
 	perCall := float64(txs) / float64(r.Created)
 	target(w, "store requests of a created call with a destination", ftoa(perCall, 2), "1", perCall == 1)
 	return nil

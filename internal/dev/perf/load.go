@@ -52,6 +52,20 @@ func (r Reply) Kind() string {
 	return s
 }
 
+// Create sends a create_ticket of user under request id request and
+// returns the ticket it created; any other answer is an error.
+func (c *Client) Create(url, user, request string) (string, error) {
+	reply, _, err := c.Post(url, CreateBody(user, request))
+	if err != nil {
+		return "", err
+	}
+	id, _ := reply.Body["ticket_id"].(string)
+	if reply.Kind() != "created" || id == "" {
+		return "", fmt.Errorf("create answered %s", reply.Raw)
+	}
+	return id, nil
+}
+
 // Post sends one callback and times it.
 func (c *Client) Post(url string, body []byte) (Reply, time.Duration, error) {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
