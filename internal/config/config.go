@@ -296,7 +296,12 @@ func LocalEndpoint(endpoint string) bool {
 		return false
 	}
 	host := u.Hostname()
-	if host == "localhost" || host == "host.docker.internal" {
+	return host == DockerHost || loopbackHost(host)
+}
+
+// loopbackHost reports whether host is localhost or a loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
 		return true
 	}
 	ip := net.ParseIP(host)

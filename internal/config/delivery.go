@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -237,7 +236,7 @@ func plainHTTP(raw string, local bool, bad func(name, format string, args ...any
 	}
 	host := u.Hostname()
 	switch {
-	case host == "localhost", isLoopbackIP(host):
+	case loopbackHost(host):
 		return false // the adapters accept loopback themselves
 	case host == DockerHost && local:
 		return true
@@ -245,11 +244,6 @@ func plainHTTP(raw string, local bool, bad func(name, format string, args ...any
 	bad(EnvDestinationURL, "plain http is accepted only to a loopback host, or to %s when %s is a local store (sam local invoke); use https",
 		DockerHost, EnvEndpoint)
 	return false
-}
-
-func isLoopbackIP(host string) bool {
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // duration reads the duration variable name within [lo, hi]; def when unset.
