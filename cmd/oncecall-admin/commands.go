@@ -216,14 +216,14 @@ type changeLog struct {
 }
 
 // logChange writes the change's line. It runs after the write succeeded.
-func (s *session) logChange(w who, action, userID, field string, before, after any, version int64) {
+func (s *session) logChange(w delivery.Actor, action, userID, field string, before, after any, version int64) {
 	s.writeLog(w, changeLog{Action: action, UserID: userID, Field: field, Before: before, After: after, Version: version})
 }
 
 // logSettle writes a settlement's line: the ticket, the delivery state
 // before and after, the new version and any helpdesk id recorded. The
 // operator's reason is not logged: it may quote the ticket.
-func (s *session) logSettle(w who, st dynamo.Settlement, r delivery.Record) {
+func (s *session) logSettle(w delivery.Actor, st dynamo.Settlement, r delivery.Record) {
 	s.writeLog(w, changeLog{
 		Action: "delivery." + st.As.Action(), TicketID: st.TicketID, Field: "delivery",
 		Before: string(st.Expect), After: string(r.State), Version: r.Version, HelpdeskID: st.Receipt.ID,
@@ -231,9 +231,9 @@ func (s *session) logSettle(w who, st dynamo.Settlement, r delivery.Record) {
 }
 
 // writeLog completes c with the time, who and the target, and writes it.
-func (s *session) writeLog(w who, c changeLog) {
+func (s *session) writeLog(w delivery.Actor, c changeLog) {
 	c.Time, c.Msg = s.tool.now().UTC().Format(time.RFC3339Nano), "oncecall-admin change"
-	c.Who, c.Via, c.Verified, c.SourceIdentity, c.Operator = w.ID, w.Via, w.Verified, w.SourceIdentity, w.Operator
+	c.Who, c.Via, c.Verified, c.SourceIdentity, c.Operator = w.Who, w.Via, w.Verified, w.SourceIdentity, w.Operator
 	c.Target, c.Table = s.target.label(), s.target.table
 	b, err := json.Marshal(c)
 	if err != nil {

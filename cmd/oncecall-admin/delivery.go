@@ -415,7 +415,7 @@ func deliverySettle(fs *flag.FlagSet) action {
 			}
 			st := dynamo.Settlement{
 				TicketID: *id, As: settleAs[*as], Expect: delivery.State(*expect), Version: version.v,
-				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Actor: w.actor(), At: s.tool.now(),
+				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Actor: w, At: s.tool.now(),
 				Keep: settleKeep(settleAs[*as], *keep),
 			}
 			if s.target.endpoint == "" {
@@ -446,7 +446,7 @@ func deliverySettle(fs *flag.FlagSet) action {
 				Delivery *deliveryView `json:"delivery"`
 			}{true, *id, *as, *expect, string(rec.State), dv}
 			return s.emit(out, func(tw io.Writer) {
-				fmt.Fprintf(tw, "settled ticket %s as %s: %s -> %s (version %d), by %s\n", *id, *as, *expect, rec.State, rec.Version, w.label())
+				fmt.Fprintf(tw, "settled ticket %s as %s: %s -> %s (version %d), by %s\n", *id, *as, *expect, rec.State, rec.Version, actorLabel(w))
 				if st.As == dynamo.SettleNotCreated {
 					fmt.Fprintln(tw, "the worker sends it again at its next sweep (every minute on AWS, every DELIVERY_SWEEP_INTERVAL (1s) with make run): under the same key, or under a new key derived from it where the destination replays errors per key (DESTINATION_REPLAYS_ERRORS=true)")
 				}
@@ -540,7 +540,7 @@ func deliveryRecover(fs *flag.FlagSet) action {
 			return nil
 		},
 		run: func(ctx context.Context, s *session) error {
-			var w who
+			var w delivery.Actor
 			if !*dryRun {
 				var err error
 				if w, err = s.whoAmI(ctx); err != nil {
@@ -560,7 +560,7 @@ func deliveryRecover(fs *flag.FlagSet) action {
 			}{DryRun: *dryRun, Stranded: append([]string{}, ids...), Rescheduled: []string{}, Moved: []string{}}
 			if !*dryRun {
 				for _, id := range ids {
-					err := s.admin.Reschedule(ctx, id, w.actor(), now)
+					err := s.admin.Reschedule(ctx, id, w, now)
 					switch {
 					case errors.Is(err, dynamo.ErrConflict):
 						out.Moved = append(out.Moved, id)

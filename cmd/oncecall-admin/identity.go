@@ -13,7 +13,7 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 )
 
-// Where a change's identity came from (who.Via).
+// Where a change's identity came from (delivery.Actor.Via).
 const (
 	// viaAWS: the caller's AWS identity, as STS GetCallerIdentity answered
 	// for the credentials the change is made with.
@@ -26,40 +26,15 @@ const (
 	viaUnnamed = "unnamed"
 )
 
-// who is the identity a change is logged and audited under.
-type who struct {
-	// ID is the identity: the caller's AWS ARN on AWS; off AWS the name
-	// given with -operator or ONCECALL_OPERATOR, unverified.
-	ID string
-	// Via says where ID came from: viaAWS, viaOperatorFlag or
-	// viaOperatorEnv.
-	Via string
-	// Verified is true only for an identity AWS established.
-	Verified bool
-	// SourceIdentity is the AWS session's sts:SourceIdentity, when the
-	// identifier knows it. STS GetCallerIdentity does not return it;
-	// CloudTrail records it with every data event of the session.
-	SourceIdentity string
-	// Operator is an -operator name given on AWS: a label beside the
-	// identity, never the identity.
-	Operator string
-}
-
-// actor is w as a decision's audit records it: the identity, how it was
-// established, and the operator's label apart from it.
-func (w who) actor() delivery.Actor {
-	return delivery.Actor{Who: w.ID, Via: w.Via, Verified: w.Verified, SourceIdentity: w.SourceIdentity, Operator: w.Operator}
-}
-
-// label writes w for a person: the identity, "(unverified)" when nothing
-// verified it, and any operator label apart.
-func (w who) label() string {
-	s := w.ID
-	if !w.Verified {
+// actorLabel writes a for a person: the identity, "(unverified)" when
+// nothing verified it, and any operator label apart.
+func actorLabel(a delivery.Actor) string {
+	s := a.Who
+	if !a.Verified {
 		s += " (unverified)"
 	}
-	if w.Operator != "" {
-		s += fmt.Sprintf(", operator label %q", w.Operator)
+	if a.Operator != "" {
+		s += fmt.Sprintf(", operator label %q", a.Operator)
 	}
 	return s
 }
@@ -67,7 +42,7 @@ func (w who) label() string {
 // identifier establishes who makes a change. Without an identity nothing
 // may be changed.
 type identifier interface {
-	identify(ctx context.Context) (who, error)
+	identify(ctx context.Context) (delivery.Actor, error)
 }
 
 // callerIdentityAPI is the STS call awsIdentity makes.
@@ -84,21 +59,21 @@ type awsIdentity struct {
 	sourceIdentity string
 }
 
-func (a awsIdentity) identify(ctx context.Context) (who, error) {
+func (a awsIdentity) identify(ctx context.Context) (delivery.Actor, error) {
 	if a.operator != "" {
 		if err := checkOperator(a.operator, "-operator"); err != nil {
-			return who{}, err
+			return delivery.Actor{}, err
 		}
 	}
 	out, err := a.api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
-		return who{}, fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
+		return delivery.Actor{}, fmt.Errorf("cannot establish who you are on AWS (STS GetCallerIdentity): %w; nothing was changed", err)
 	}
 	arn := aws.ToString(out.Arn)
 	if arn == "" {
-		return who{}, fmt.Errorf("STS GetCallerIdentity answered no ARN; nothing was changed")
+		return delivery.Actor{}, fmt.Errorf("STS GetCallerIdentity answered no ARN; nothing was changed")
 	}
-	return who{ID: arn, Via: viaAWS, Verified: true, SourceIdentity: a.sourceIdentity, Operator: a.operator}, nil
+	return delivery.Actor{Who: arn, Via: viaAWS, Verified: true, SourceIdentity: a.sourceIdentity, Operator: a.operator}, nil
 }
 
 // localIdentity is, off AWS, the name the person gives: -operator, else
@@ -112,10 +87,10 @@ type localIdentity struct {
 	anyone bool
 }
 
-func (l localIdentity) identify(context.Context) (who, error) {
+func (l localIdentity) identify(context.Context) (delivery.Actor, error) {
 	name, err := l.flags.local(l.getenv, l.anyone)
 	if err != nil {
-		return who{}, err
+		return delivery.Actor{}, err
 	}
 	via := viaOperatorFlag
 	switch {
@@ -124,7 +99,7 @@ func (l localIdentity) identify(context.Context) (who, error) {
 	case l.flags.name == "":
 		via = viaOperatorEnv
 	}
-	return who{ID: name, Via: via}, nil
+	return delivery.Actor{Who: name, Via: via}, nil
 }
 
 // identifier returns how s establishes who makes a change: the AWS caller
@@ -141,7 +116,7 @@ func (s *session) identifier() identifier {
 }
 
 // whoAmI establishes who makes a change.
-func (s *session) whoAmI(ctx context.Context) (who, error) {
+func (s *session) whoAmI(ctx context.Context) (delivery.Actor, error) {
 	return s.identifier().identify(ctx)
 }
 

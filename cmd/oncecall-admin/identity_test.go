@@ -131,7 +131,7 @@ func TestAssumeRoleSetsTheSourceIdentity(t *testing.T) {
 		t.Errorf("the assumed credentials: %+v, %v", c, err)
 	}
 	w, err := awsIdentity{api: &fakeSTS{arn: callerARN}, sourceIdentity: si}.identify(context.Background())
-	if err != nil || w.SourceIdentity != si || w.actor().SourceIdentity != si || w.ID != callerARN {
+	if err != nil || w.SourceIdentity != si || w.Who != callerARN {
 		t.Errorf("who %+v, %v", w, err)
 	}
 }
