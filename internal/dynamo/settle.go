@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -52,10 +51,6 @@ func (d SettleAs) Action() string { return "settle." + string(d) }
 // NotCreatedNote is the note the audit entry of SettleNotCreated carries:
 // what the decision did besides changing the state.
 const NotCreatedNote = "queued again, due now, under the same idempotency key (a new one derived from it where the destination replays errors per key); attempts reset to 0 (a fresh budget) and maybe_sent cleared"
-
-// Settleable lists the states a decision may replace: every stored state
-// but Delivered, which the helpdesk already has.
-var Settleable = []delivery.State{delivery.Queued, delivery.Failed, delivery.Uncertain, delivery.Abandoned}
 
 // Limits of a settlement.
 const (
@@ -137,7 +132,7 @@ func (s *Settlement) check() error {
 		return fmt.Errorf("dynamo: no decision %q", s.As)
 	case s.As == SettleAbandoned && s.Expect == delivery.Abandoned:
 		return errors.New("dynamo: the delivery is abandoned already")
-	case !slices.Contains(Settleable, s.Expect) || !delivery.Allowed(s.Expect, s.As.To(), delivery.ByOperator):
+	case !delivery.Allowed(s.Expect, s.As.To(), delivery.ByOperator):
 		return fmt.Errorf("dynamo: a delivery in state %q is not settled", s.Expect)
 	case s.As == SettleDelivered && (s.Receipt.ID == "" || len(s.Receipt.ID) > MaxHelpdeskID || len(s.Receipt.URL) > MaxHelpdeskURL):
 		return fmt.Errorf("dynamo: delivered needs a helpdesk id of 1 to %d bytes and a URL of at most %d", MaxHelpdeskID, MaxHelpdeskURL)
