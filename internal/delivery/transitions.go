@@ -59,13 +59,13 @@ func Allowed(from, to State, by Mover) bool {
 	return false
 }
 
-// ErrTransition is returned by a move Transitions does not list.
-type ErrTransition struct {
+// TransitionError is the error of a move Transitions does not list.
+type TransitionError struct {
 	From, To State
 	By       Mover
 }
 
-func (e *ErrTransition) Error() string {
+func (e *TransitionError) Error() string {
 	from := string(e.From)
 	if from == "" {
 		from = "(new)"

@@ -231,7 +231,7 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 	next.LeaseOwner, next.LeaseUntil = "", time.Time{}
 	if !Allowed(rec.State, next.State, ByWorker) {
 		// Never recorded: the lease expires and the sweep takes it up.
-		err := &ErrTransition{From: rec.State, To: next.State, By: ByWorker}
+		err := &TransitionError{From: rec.State, To: next.State, By: ByWorker}
 		w.log(ctx, id, rep, w.now().Sub(start), err)
 		return rep, next, err
 	}
