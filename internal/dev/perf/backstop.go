@@ -8,11 +8,9 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/mapping"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -63,11 +61,10 @@ func Backstop(ctx context.Context, st *Store) (BackstopResult, error) {
 		return r, err
 	}
 	defer func() { _ = svc.Close() }()
-	hash, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
+	c, err := DemoClient(nonce.MinCost)
 	if err != nil {
 		return r, err
 	}
-	c := NewClient(hash)
 	defer c.Close()
 	var ids []string
 	for i := range backstopTickets {

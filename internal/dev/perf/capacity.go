@@ -97,11 +97,10 @@ func capacity(ctx context.Context, o Options, n int, withPeer bool) (r CapacityR
 	run := &capacityRun{st: st}
 	defer func() { r.Rows = run.rows }()
 
-	hash, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
+	client, err := DemoClient(nonce.MinCost)
 	if err != nil {
 		return r, err
 	}
-	client := NewClient(hash)
 	defer client.Close()
 
 	// oncecall without a destination.

@@ -144,11 +144,10 @@ func Contention(ctx context.Context, st *Store, d time.Duration, bursts int) (Co
 		return r, err
 	}
 	defer func() { _ = other.Close() }()
-	hash, err := nonce.Generate(localdb.DemoHookKey, AIVAXCost)
+	client, err := DemoClient(AIVAXCost)
 	if err != nil {
 		return r, err
 	}
-	client := NewClient(hash)
 	defer client.Close()
 	for b := range bursts {
 		rid := fmt.Sprintf("burst-%d-%d", time.Now().UnixNano(), b)

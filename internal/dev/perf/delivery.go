@@ -14,7 +14,6 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/mapping"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -81,11 +80,10 @@ func Delivery(ctx context.Context, st *Store, n int) (DeliveryResult, error) {
 		return r, err
 	}
 	defer func() { _ = svc.Close() }()
-	hash, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
+	c, err := DemoClient(nonce.MinCost)
 	if err != nil {
 		return r, err
 	}
-	c := NewClient(hash)
 	defer c.Close()
 	before := st.Front.Counts()
 	received := make(map[string]time.Time, n)

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
@@ -112,11 +111,10 @@ func Heap(ctx context.Context, storeURL string, users, first, second int) (HeapR
 			return r, err
 		}
 	}
-	hash, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
+	client, err := DemoClient(nonce.MinCost)
 	if err != nil {
 		return r, err
 	}
-	client := NewClient(hash)
 	defer client.Close()
 	admin := dynamodb.NewFromConfig(dynamo.LocalConfig("us-east-1"), dynamo.Options(storeURL))
 	var kindsMu sync.Mutex

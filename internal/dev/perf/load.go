@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -50,6 +52,16 @@ func (r Reply) Kind() string {
 	}
 	s, _ := r.Body["status"].(string)
 	return s
+}
+
+// DemoClient is a Client whose nonce is a fresh hash of the local demo
+// hook key at cost.
+func DemoClient(cost int) (*Client, error) {
+	hash, err := nonce.Generate(localdb.DemoHookKey, cost)
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(hash), nil
 }
 
 // Create sends a create_ticket of user under request id request and
