@@ -88,7 +88,7 @@ func (s stopping) Run() int {
 func New(t testing.TB) *Env {
 	t.Helper()
 	ep, local := Endpoint(t)
-	e := &Env{Requests: &dynamo.Counter{}, Endpoint: ep, Local: local, Table: "oncecall-test-" + randomHex(6)}
+	e := &Env{Requests: &dynamo.Counter{}, Endpoint: ep, Local: local, Table: "oncecall-test-" + RandomHex(6)}
 	e.Client = NewClient(t, ep, e.Requests)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -162,7 +162,9 @@ func Config(t testing.TB) aws.Config {
 	return cfg
 }
 
-func randomHex(n int) string {
+// RandomHex is n random bytes in hex: a name no other run uses (tables,
+// request ids).
+func RandomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -8,8 +8,6 @@ package loadtest_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -78,12 +76,6 @@ func validNonce(_ testing.TB) string {
 	return testNonce
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // startServer runs the server binary. With DYNAMODB_ENDPOINT set it uses
 // that store (and a table of its own, deleted afterwards); otherwise its own
 // embedded store.
@@ -91,7 +83,7 @@ func startServer(t *testing.T, env ...string) *loadtest.Server {
 	t.Helper()
 	env = append([]string{"HOOK_KEY=" + localdb.DemoHookKey, "LOG_LEVEL=INFO"}, env...)
 	if dynamotest.External() && !hasVar(env, "DYNAMODB_ENDPOINT") {
-		table := "oncecall-test-" + randomHex(6)
+		table := "oncecall-test-" + dynamotest.RandomHex(6)
 		env = append(env, "DYNAMODB_ENDPOINT="+os.Getenv(dynamotest.EnvEndpoint), "TABLE_NAME="+table)
 		t.Cleanup(func() { dropTable(t, os.Getenv(dynamotest.EnvEndpoint), table) })
 	}
@@ -203,7 +195,7 @@ func TestTwoProcessesTenIdenticalCalls(t *testing.T) {
 func TestMixedRun(t *testing.T) {
 	s := startServer(t)
 	const calls, ops = 1000, 100
-	prefix := "mixed-" + randomHex(4)
+	prefix := "mixed-" + dynamotest.RandomHex(4)
 	plan, err := loadtest.Mixed(loadtest.Plan{Calls: calls, Ops: ops, Prefix: prefix, Seed: suitetest.Seed(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +238,7 @@ func TestMixedRun(t *testing.T) {
 // the embedded one this test binary runs (it outlives both servers).
 func TestRestartReusesStoredResult(t *testing.T) {
 	endpoint, _ := dynamotest.Endpoint(t)
-	table := "oncecall-test-" + randomHex(6)
+	table := "oncecall-test-" + dynamotest.RandomHex(6)
 	t.Cleanup(func() { dropTable(t, endpoint, table) })
 	env := []string{"DYNAMODB_ENDPOINT=" + endpoint, "TABLE_NAME=" + table}
 	call := loadtest.Identical(1, "user-a", "r-restart", map[string]any{"title": "Survives a restart"})[0]
@@ -356,7 +348,7 @@ func TestLogLevel(t *testing.T) {
 	for _, level := range []string{"DEBUG", "INFO"} {
 		t.Run(level, func(t *testing.T) {
 			endpoint, _ := dynamotest.Endpoint(t)
-			table := "oncecall-test-" + randomHex(6)
+			table := "oncecall-test-" + dynamotest.RandomHex(6)
 			t.Cleanup(func() { dropTable(t, endpoint, table) })
 			proxy := dynamotest.NewProxy(t, endpoint)
 			proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ThrottlingException"})

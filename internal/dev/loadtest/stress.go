@@ -2,8 +2,6 @@ package loadtest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -197,7 +195,7 @@ func RunStress(ctx context.Context, o StressOptions) (StressSummary, error) {
 	}
 	fmt.Fprintf(out, "nonces: %d at cost %d, made in %v\n", len(nonces), o.Cost, time.Since(start).Round(time.Millisecond))
 
-	prefix := "stress-" + randomHex(4)
+	prefix := "stress-" + dynamotest.RandomHex(4)
 	fmt.Fprintf(out, "seed: %d (replay the plan with -seed %d)\n", o.Seed, o.Seed)
 	plan, err := Mixed(Plan{Calls: o.Calls, Ops: o.Ops, Prefix: prefix, Seed: o.Seed})
 	if err != nil {
@@ -397,10 +395,4 @@ func Burst(ctx context.Context, client *http.Client, urls []string, nonce, reque
 	close(release)
 	wg.Wait()
 	return results
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

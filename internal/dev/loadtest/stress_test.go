@@ -74,7 +74,7 @@ func TestSeedBurstThroughTwoServerProcesses(t *testing.T) {
 	seed := suitetest.Seed(t)
 	rule := &dynamotest.Conflicts{Hold: conflictHold, Rand: rand.New(rand.NewPCG(seed, seed))}
 	proxy.SetConflicts(rule)
-	table := "oncecall-test-" + randomHex(6)
+	table := "oncecall-test-" + dynamotest.RandomHex(6)
 	t.Cleanup(func() { dropTable(t, endpoint, table) })
 	env := []string{"DYNAMODB_ENDPOINT=" + proxy.URL, "TABLE_NAME=" + table}
 	a := startServer(t, env...)
