@@ -47,6 +47,13 @@ func TestDocCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The docs' admin commands run the built tool (make tools), as a
+	// reader's do.
+	build := exec.Command("make", "-s", "tools")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make tools: %v\n%s", err, out)
+	}
 	ran := 0
 	for _, p := range pages {
 		// Split the page's blocks into runs: each server block starts one.
@@ -115,13 +122,6 @@ func runBlocks(t *testing.T, root, makeRun string, blocks []doctest.Block) {
 			text = strings.ReplaceAll(text, p[1], p[0])
 		}
 		return text
-	}
-	// The docs' admin commands run the built tool (make tools), as a
-	// reader's do.
-	build := exec.Command("make", "-s", "tools")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("make tools: %v\n%s", err, out)
 	}
 	var script strings.Builder
 	script.WriteString("set -eo pipefail\n")
