@@ -2,6 +2,13 @@
 # `make run` serves the callback locally; `make test` runs every test.
 
 GO        ?= go
+# The Go that builds and tests everything: go1.27.3, fetched by the go
+# command from the module proxy on first use. A machine whose go.env says
+# GOTOOLCHAIN=local ignores go.mod's version, so it is set here, for every
+# command make runs (sam build runs the build-* targets below, so the
+# shipped bootstraps get it too). go1.26.8 has standard-library
+# vulnerabilities reachable from the functions.
+export GOTOOLCHAIN := go1.27.3
 TABLE_NAME ?= oncecall
 
 # ---- the store: dynoxide, a DynamoDB emulator (crate dynoxide-rs) -----------
