@@ -1,5 +1,6 @@
 // Command oncecall serves the callback locally: POST /callback, POST /mcp and
-// GET /functions on 127.0.0.1:3210, backed by the local store (dynoxide, a
+// GET /functions on 127.0.0.1:3210 (loopback only; -addr binds elsewhere,
+// and says what that exposes), backed by the local store (dynoxide, a
 // DynamoDB emulator, started on 127.0.0.1:8000), or by DYNAMODB_ENDPOINT when
 // set. It creates the
 // table and the demo users when they are missing. `make run` starts it.
@@ -55,8 +56,12 @@ const (
 	netHTTPHeaderSlack = 4096
 )
 
+// DefaultAddr is where the server listens without -addr: loopback only.
+const DefaultAddr = "127.0.0.1:3210"
+
 func main() {
-	addr := flag.String("addr", "127.0.0.1:3210", "address to serve the callback on")
+	addr := flag.String("addr", DefaultAddr, "address to serve POST /callback, GET /functions and POST /mcp on: loopback only by default. "+
+		"Another address (0.0.0.0:3210, a LAN address) exposes them to every host that can reach it, and with the local demo hook key, which is public, anyone there can create tickets: set HOOK_KEY (and MCP_TOKEN) first")
 	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
 	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN); its control API also has the next port to itself")
 	flag.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
@@ -170,6 +175,11 @@ func run(addr, dbAddr, hdAddr string) error {
 		return startError("the callback", addr, "-addr", "", err)
 	}
 	serving := "http://" + ln.Addr().String()
+	if !loopback(ln.Addr()) {
+		demo := cfg.HookKey == localdb.DemoHookKey
+		logger.Warn("serving beyond this machine: every host that reaches this address can call /callback, /functions and /mcp",
+			"addr", ln.Addr().String(), "public_demo_hook_key", demo, "mcp_token", cfg.MCPToken != "")
+	}
 	api := httpapi.New(h, cfg.PublicURL)
 	api.MCP = app.MCP(cfg, h)
 	srv := &http.Server{
@@ -193,6 +203,13 @@ func run(addr, dbAddr, hdAddr string) error {
 		return err
 	}
 	return nil
+}
+
+// loopback reports whether a is a loopback address, reachable from this
+// machine only.
+func loopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // wantsLocalHelpdesk reports whether DESTINATION names a destination and

@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
 )
 
 func main() {
@@ -61,18 +62,21 @@ func main() {
 			fatal(err)
 		}
 	}
-	api := apigw.New(h, cfg.PublicURL)
+	// One router for both transports: the local server serves the same
+	// httpapi.Server over net/http.
+	api := httpapi.New(h, cfg.PublicURL)
 	api.MCP = app.MCP(cfg, h)
 	api.OriginToken = cfg.EdgeToken
-	handle := api.Handle
+	handle := apigw.New(api).Handle
 	// An inline first attempt's credentials, read once at the cold start
 	// above, follow their secret as the worker's do: a rotated helpdesk
 	// token reaches this container within secret.RefreshInterval, one
 	// read each, never one per call.
 	if f := app.FollowDestinationSecret(awsCfg, cfg, w, logger); f != nil {
+		serve := handle
 		handle = func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 			f.Refresh(ctx)
-			return api.Handle(ctx, ev)
+			return serve(ctx, ev)
 		}
 	}
 	lambda.Start(handle)

@@ -19,6 +19,7 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
@@ -185,8 +186,8 @@ func TestTemplateEdge(t *testing.T) {
 		t.Fatalf("origins %+v: want the HTTP API, over HTTPS", dc.Origins)
 	}
 	hs := dc.Origins[0].OriginCustomHeaders
-	if len(hs) != 1 || !strings.EqualFold(hs[0].HeaderName, apigw.EdgeHeader) || hs[0].HeaderValue != token {
-		t.Errorf("origin headers %+v: want %s carrying the function's token", hs, apigw.EdgeHeader)
+	if len(hs) != 1 || !strings.EqualFold(hs[0].HeaderName, httpapi.EdgeHeader) || hs[0].HeaderValue != token {
+		t.Errorf("origin headers %+v: want %s carrying the function's token", hs, httpapi.EdgeHeader)
 	}
 	if b := dc.DefaultCacheBehavior; b.ViewerProtocolPolicy != "https-only" || !slices.Contains(b.AllowedMethods, "POST") {
 		t.Errorf("default behaviour %+v: want HTTPS only, POST allowed", b)

@@ -19,6 +19,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/hostiletest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
@@ -47,6 +48,7 @@ type fixture struct {
 	env   *dynamotest.Env
 	store *dynamo.Store
 	h     *callback.Handler
+	api   *httpapi.Server
 	gw    *apigw.Handler
 	proxy *dynamotest.Proxy
 }
@@ -65,7 +67,8 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.h = callback.NewHandler(v, identity.NewDirectory(f.store, 30*time.Second, nil), f.store, nil)
-	f.gw = apigw.New(f.h, "")
+	f.api = httpapi.New(f.h, "")
+	f.gw = apigw.New(f.api)
 	return f
 }
 
@@ -243,15 +246,19 @@ func TestRoutes(t *testing.T) {
 	if res := listing(def); res.StatusCode != 200 {
 		t.Fatalf("$default GET /prod/functions: %d %s", res.StatusCode, res.Body)
 	}
+	// The one router's answers: 405 with Allow for another method of a
+	// path served, 404 naming the routes for any other path.
 	for name, ev := range map[string]events.APIGatewayV2HTTPRequest{
 		"GET /callback": {RouteKey: "GET /callback", Headers: hdr},
 		"DELETE /callback": {RouteKey: "$default", RawPath: "/callback", Headers: hdr,
 			RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "DELETE"}}},
-		"POST /other": {RouteKey: "POST /other", Headers: hdr, Body: "{}"},
 	} {
-		if res := listing(ev); res.StatusCode != 404 || !strings.Contains(res.Body, "POST /callback") {
-			t.Errorf("%s: %d %s", name, res.StatusCode, res.Body)
+		if res := listing(ev); res.StatusCode != 405 || res.Headers["allow"] != "POST" || !strings.Contains(res.Body, "use POST") {
+			t.Errorf("%s: %d %v %s", name, res.StatusCode, res.Headers, res.Body)
 		}
+	}
+	if res := listing(events.APIGatewayV2HTTPRequest{RouteKey: "POST /other", Headers: hdr, Body: "{}"}); res.StatusCode != 404 || !strings.Contains(res.Body, "POST /callback") {
+		t.Errorf("POST /other: %d %s", res.StatusCode, res.Body)
 	}
 }
 

@@ -1,7 +1,10 @@
-// Package apigw serves a callback.Handler behind Amazon API Gateway HTTP APIs
-// (payload format 2.0) on AWS Lambda: POST /callback, GET /functions, and
-// the MCP door (internal/mcp) on POST /mcp.
+// Package apigw adapts Amazon API Gateway HTTP API events (payload format
+// 2.0) on AWS Lambda to an http.Handler, the router of package httpapi:
+// each event becomes an *http.Request, and what the handler writes becomes
+// the event's response.
 //
-// Header names arrive lower-cased; bodies may arrive base64-encoded. The
-// adapter undoes both and leaves every decision to the callback package.
+// It is the only place that knows the event's shape: header names arrive
+// lower-cased and repeated headers joined with commas, bodies may arrive
+// base64-encoded, and the path carries the stage. Every decision about the
+// request is the handler's.
 package apigw

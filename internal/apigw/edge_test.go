@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/apigw"
+	"github.com/oncecall/oncecall/internal/httpapi"
 )
 
 // TestOnlyThroughTheEdge: with an origin token, a request that lacks the
@@ -15,22 +15,22 @@ import (
 func TestOnlyThroughTheEdge(t *testing.T) {
 	f := newFixture(t)
 	token := strings.Repeat("e", 48)
-	f.gw.OriginToken = token
+	f.api.OriginToken = token
 	body := []byte(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Printer"}},"context":{"externalUserId":"user-a","metadata":{"request_id":"edge-1"}}}`)
 	before := f.env.Requests.Load()
 	for name, h := range map[string]map[string]string{
 		"no edge header":        {"x-request-nonce": testNonces(t).Valid},
-		"another value":         {"x-request-nonce": testNonces(t).Valid, apigw.EdgeHeader: strings.Repeat("f", 48)},
-		"the value, truncated":  {"x-request-nonce": testNonces(t).Valid, apigw.EdgeHeader: token[:47]},
-		"the header, empty":     {"x-request-nonce": testNonces(t).Valid, apigw.EdgeHeader: ""},
+		"another value":         {"x-request-nonce": testNonces(t).Valid, httpapi.EdgeHeader: strings.Repeat("f", 48)},
+		"the value, truncated":  {"x-request-nonce": testNonces(t).Valid, httpapi.EdgeHeader: token[:47]},
+		"the header, empty":     {"x-request-nonce": testNonces(t).Valid, httpapi.EdgeHeader: ""},
 		"no nonce, no edge too": {},
 	} {
 		res, err := f.gw.Handle(context.Background(), event(body, h, false))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.StatusCode != 403 || !strings.Contains(res.Body, `"`+apigw.CodeEdgeOnly+`"`) || strings.Contains(res.Body, token) {
-			t.Errorf("%s: %d %s, want 403 %s", name, res.StatusCode, res.Body, apigw.CodeEdgeOnly)
+		if res.StatusCode != 403 || !strings.Contains(res.Body, `"`+httpapi.CodeEdgeOnly+`"`) || strings.Contains(res.Body, token) {
+			t.Errorf("%s: %d %s, want 403 %s", name, res.StatusCode, res.Body, httpapi.CodeEdgeOnly)
 		}
 	}
 	if n := f.env.Requests.Load() - before; n != 0 {

@@ -162,8 +162,8 @@ func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (
 
 // MCP builds the MCP door over h: the bearer token cfg gives (resolved by
 // ResolveMCPToken on AWS), open-world when tickets go on to a destination.
-func MCP(cfg config.Config, h *callback.Handler) *mcp.Server {
-	return mcp.New(h, mcp.Options{Token: cfg.MCPToken, OpenWorld: cfg.Delivery.Destination != ""})
+func MCP(cfg config.Config, h *callback.Handler) *mcp.Handler {
+	return mcp.New(h, mcp.Options{Token: cfg.MCPToken, AllowedOrigins: cfg.MCPAllowedOrigins, OpenWorld: cfg.Delivery.Destination != ""})
 }
 
 // ResolveMCPToken fills cfg.MCPToken from Secrets Manager when cfg names a

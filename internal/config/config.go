@@ -32,8 +32,11 @@ const (
 	// EnvMCPTokenSecret names a Secrets Manager secret holding it (AWS).
 	EnvMCPToken       = "MCP_TOKEN"
 	EnvMCPTokenSecret = "MCP_TOKEN_SECRET_ARN"
-	EnvMetrics        = "METRICS"
-	EnvMetricsNS      = "METRICS_NAMESPACE"
+	// EnvMCPAllowedOrigins lists the browser origins whose requests the
+	// MCP door serves, comma-separated; none by default.
+	EnvMCPAllowedOrigins = "MCP_ALLOWED_ORIGINS"
+	EnvMetrics           = "METRICS"
+	EnvMetricsNS         = "METRICS_NAMESPACE"
 	// EnvEdgeToken, when set, is the value of EdgeHeader that the edge in
 	// front (CloudFront, with AWS WAF) adds to every request: a request
 	// without it did not come through the edge and is refused.
@@ -80,6 +83,10 @@ type Config struct {
 	// MCPTokenSecretARN names the secret holding it otherwise.
 	MCPToken          string
 	MCPTokenSecretARN string
+	// MCPAllowedOrigins are the browser origins (scheme://host[:port])
+	// whose requests POST /mcp serves; a request with any other Origin
+	// header is refused.
+	MCPAllowedOrigins []string
 	// EdgeToken is EDGE_ORIGIN_TOKEN ("": no edge in front).
 	EdgeToken string
 	// Metrics turns on CloudWatch Embedded Metric Format lines.
@@ -262,6 +269,16 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			bad(EnvMCPToken, "is set together with %s: set one", EnvMCPTokenSecret)
 		}
 		c.MCPTokenSecretARN = v
+	}
+	if v := getenv(EnvMCPAllowedOrigins); v != "" {
+		for _, o := range strings.Split(v, ",") {
+			o = strings.TrimSpace(o)
+			if u, err := url.Parse(o); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+				bad(EnvMCPAllowedOrigins, "%q is not an origin: write scheme://host[:port], such as https://app.example.com, several separated by commas", o)
+				continue
+			}
+			c.MCPAllowedOrigins = append(c.MCPAllowedOrigins, o)
+		}
 	}
 	if v := getenv(EnvEdgeToken); v != "" {
 		if len(v) < MinEdgeToken || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {

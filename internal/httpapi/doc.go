@@ -1,4 +1,6 @@
-// Package httpapi serves a callback.Handler over net/http: POST /callback,
-// GET /functions, and the MCP door (internal/mcp) on POST /mcp. It is the
-// transport of the local server (cmd/oncecall) and of the end-to-end tests.
+// Package httpapi is oncecall's one router: an http.Handler that routes
+// POST /callback, GET /functions and the MCP door (internal/mcp) on POST
+// /mcp, and limits, times and refuses every request the same way whichever
+// transport brought it. The local server (cmd/oncecall) serves it over
+// net/http; on Lambda, package apigw adapts API Gateway events to it.
 package httpapi

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/subtle"
 	"io"
 	"net/http"
 	"strings"
@@ -19,18 +20,32 @@ const (
 	MCPPath       = mcp.Path
 )
 
-// RequestTimeout bounds one request, as a Lambda timeout would.
+// RequestTimeout bounds one request, locally and on Lambda (where the
+// function's own timeout may end it sooner).
 const RequestTimeout = 10 * time.Second
 
-// Server adapts a callback.Handler to net/http.
+// EdgeHeader is the header the edge in front of the API (CloudFront) adds
+// to every request it forwards, carrying Server.OriginToken.
+const EdgeHeader = "X-Oncecall-Edge"
+
+// CodeEdgeOnly refuses a request that did not come through the edge.
+const CodeEdgeOnly = "edge_only"
+
+// Server routes, limits, times and refuses every request to a
+// callback.Handler, whichever transport brought it: net/http locally,
+// API Gateway events on Lambda (package apigw adapts them to this).
 type Server struct {
 	h *callback.Handler
-	// PublicURL is the base URL that listings name as the callback; "" means
-	// http://<Host header>.
+	// PublicURL is the base URL that listings name as the callback; ""
+	// means the request's own (BaseURL).
 	PublicURL string
 	// MCP serves POST /mcp over the same handler; New gives it one without
 	// a bearer token.
-	MCP *mcp.Server
+	MCP http.Handler
+	// OriginToken, when set, must be the value of EdgeHeader: a request
+	// without it reached the API around the edge (and its rate limit), and
+	// is refused 403 before anything else is done.
+	OriginToken string
 }
 
 // New returns a Server for h.
@@ -38,8 +53,31 @@ func New(h *callback.Handler, publicURL string) *Server {
 	return &Server{h: h, PublicURL: strings.TrimRight(publicURL, "/"), MCP: mcp.New(h, mcp.Options{})}
 }
 
+type baseKey struct{}
+
+// WithBaseURL returns ctx carrying the URL the API is reached at (scheme,
+// host and any stage prefix), for an adapter whose requests do not say it
+// in their Host.
+func WithBaseURL(ctx context.Context, base string) context.Context {
+	return context.WithValue(ctx, baseKey{}, base)
+}
+
+// BaseURL is the URL the API is reached at, as the request's adapter set
+// it (WithBaseURL) or else http://<Host>.
+func BaseURL(r *http.Request) string {
+	if b, ok := r.Context().Value(baseKey{}).(string); ok {
+		return b
+	}
+	return "http://" + r.Host
+}
+
 // ServeHTTP routes POST /callback, GET /functions and POST /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.OriginToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(EdgeHeader)), []byte(s.OriginToken)) != 1 {
+		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusForbidden, Code: CodeEdgeOnly,
+			Message: "this API is served through its edge only: call the stack's EdgeCallbackUrl and EdgeFunctionSourceUrl"}))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
 	defer cancel()
 	switch r.URL.Path {
@@ -52,7 +90,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
 		if err != nil {
 			write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
-				Message: "the request body could not be read"}))
+				Message: "the request body could not be read: " + err.Error()}))
 			return
 		}
 		write(w, s.h.Call(ctx, callback.Request{Nonce: nonce(r.Header), Body: body}))
@@ -63,7 +101,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		base := s.PublicURL
 		if base == "" {
-			base = "http://" + r.Host
+			base = BaseURL(r)
 		}
 		write(w, s.h.List(ctx, nonce(r.Header), base+CallbackPath))
 	case MCPPath:
@@ -73,17 +111,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, http.MethodPost)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
-		if err != nil {
-			writeMCP(w, s.MCP.Unreadable(ctx, "the request body could not be read"))
-			return
-		}
-		writeMCP(w, s.MCP.Handle(ctx, mcp.Request{Body: body, Header: func(name string) string {
-			if name == protocol.NonceHeader {
-				return nonce(r.Header)
-			}
-			return r.Header.Get(name)
-		}}))
+		w.Header().Set("Cache-Control", "no-store")
+		s.MCP.ServeHTTP(w, r.WithContext(ctx))
 	default:
 		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
 			Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath}))
@@ -109,17 +138,4 @@ func write(w http.ResponseWriter, a protocol.Answer) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(a.Status)
 	_, _ = w.Write(a.Body)
-}
-
-// writeMCP writes an MCP door response; one without a body is 202
-// Accepted, as Streamable HTTP answers notifications.
-func writeMCP(w http.ResponseWriter, res mcp.Response) {
-	for k, v := range res.Header {
-		w.Header().Set(k, v)
-	}
-	if res.Body == nil {
-		w.WriteHeader(res.Status)
-		return
-	}
-	write(w, protocol.Answer{Status: res.Status, Body: res.Body})
 }

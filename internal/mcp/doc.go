@@ -1,16 +1,24 @@
-// Package mcp is oncecall's MCP door: a stateless Streamable HTTP server
-// answering application/json on POST /mcp, with initialize, ping,
-// tools/list and tools/call (protocol versions 2025-06-18 and 2025-11-25,
-// and 2026-07-28 requests that carry their version in _meta).
+// Package mcp is oncecall's MCP door: POST /mcp, served by the official MCP
+// Go SDK's Streamable HTTP handler (stateless, application/json answers),
+// with the two tools of the callback.
 //
-// It is a thin adapter. tools/list is built from the handler's function
-// definitions, the ones the validator and GET /functions use; tools/call
-// maps the envelope to a callback.Call, runs the callback's own pipeline
-// through callback.Handler.Serve, and maps the answer to a tool result. The
-// same call through the callback and through this door is one operation.
+// The SDK owns the protocol: the JSON-RPC envelope, version negotiation
+// (initialize for 2025-06-18 and 2025-11-25, server/discover and
+// per-request _meta for 2026-07-28), the transport's header rules, result
+// types and caching hints. This package owns what the SDK cannot know:
 //
-// The JSON-RPC surface is written here rather than taken from the MCP Go
-// SDK's server: the SDK's handler owns the http.Handler and a session per
-// request, validates arguments with its own schema engine, and cannot
-// answer a tool call with HTTP 401 or 403 from inside the pipeline.
+//   - before the SDK, on the HTTP request: the bearer token (a 401 that
+//     carries WWW-Authenticate), the Origin allow-list, and a strict parse
+//     of the body (duplicate member names, invalid UTF-8, nesting and
+//     string limits), which the SDK's decoder accepts and this door must
+//     refuse before any field is read;
+//   - inside the SDK's tools/call handler: the mapping of params._meta
+//     (AIVAX's flat context) to a callback.Call, run through the
+//     callback's own pipeline (callback.Handler.Serve), and of its answer
+//     to a tool result or a JSON-RPC error a client shows its user;
+//   - after the SDK: one log line and metric per request, naming only what
+//     was checked.
+//
+// The same call through the callback and through this door is one
+// operation.
 package mcp

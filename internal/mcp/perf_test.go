@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +37,6 @@ func TestOneStoreRequestPerWarmCreate(t *testing.T) {
 func createdDoors(r *rig) map[string]func(i int) int {
 	srv := mcp.New(r.h, mcp.Options{})
 	n := validNonce()
-	header := func(string) string { return "" }
 	return map[string]func(i int) int{
 		"callback": func(i int) int {
 			body := callbackBody("user-a", fmt.Sprintf("cb-%d", i), "create_ticket", signIn)
@@ -43,7 +44,12 @@ func createdDoors(r *rig) map[string]func(i int) int {
 		},
 		"mcp": func(i int) int {
 			body := callBody(i, "create_ticket", signIn, rawMeta("user-a", fmt.Sprintf("mcp-%d", i)))
-			return srv.Handle(context.Background(), mcp.Request{Body: []byte(body), Header: header}).Status
+			req := httptest.NewRequest(http.MethodPost, mcp.Path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, req)
+			return w.Code
 		},
 	}
 }

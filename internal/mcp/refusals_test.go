@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oncecall/oncecall/internal/idempotency"
@@ -32,9 +33,10 @@ func with(m map[string]any, kv ...any) map[string]any {
 	return m
 }
 
-// TestAnswers plays each row of README's MCP table: HTTP 401/403 for a
-// refused credential or user, isError results for what the model can
-// correct, and counts what was written.
+// TestAnswers plays each row of docs/mcp.md's table: a JSON-RPC error
+// (-32001, in an HTTP 200, which clients show their user) for a refused
+// credential or user, isError results for what the model can correct,
+// and counts what was written.
 func TestAnswers(t *testing.T) {
 	r := newRig(t, mcp.Options{})
 	// One operation per request_id, so that changed arguments are refused.
@@ -57,22 +59,22 @@ func TestAnswers(t *testing.T) {
 		code int
 		says string
 	}{
-		{"missing nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", nil), nil, 401, mcp.CodeUnauthorized, "missing_nonce"},
-		{"null nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", "x"), nil, 403, mcp.CodeUnauthorized, "invalid_nonce"},
-		{"wrong nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", wrongNonce), nil, 403, mcp.CodeUnauthorized, "invalid_nonce"},
-		{"over-cost nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", overCostNonce), nil, 403, mcp.CodeUnauthorized, "invalid_nonce"},
+		{"missing nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", nil), nil, 200, mcp.CodeUnauthorized, "missing_nonce"},
+		{"null nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", "x"), nil, 200, mcp.CodeUnauthorized, "invalid_nonce"},
+		{"wrong nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", wrongNonce), nil, 200, mcp.CodeUnauthorized, "invalid_nonce"},
+		{"over-cost nonce", "create_ticket", signIn, with(rawMeta("user-a", "a-2"), "_aiv_nonce", overCostNonce), nil, 200, mcp.CodeUnauthorized, "invalid_nonce"},
 		{"nonce in the header", "get_ticket", map[string]any{"ticket_id": ticketID}, with(rawMeta("user-a", ""), "_aiv_nonce", nil), []string{"X-Request-Nonce", validNonce()}, 200, 0, ""},
-		{"unknown user", "create_ticket", signIn, rawMeta("nobody", "a-2"), nil, 403, mcp.CodeUnauthorized, "unknown_user"},
-		{"disabled user", "create_ticket", signIn, rawMeta("user-d", "a-2"), nil, 403, mcp.CodeUnauthorized, "user_disabled"},
-		{"function not granted", "create_ticket", signIn, rawMeta("user-e", "a-2"), nil, 403, mcp.CodeUnauthorized, "function_not_granted"},
+		{"unknown user", "create_ticket", signIn, rawMeta("nobody", "a-2"), nil, 200, mcp.CodeUnauthorized, "unknown_user"},
+		{"disabled user", "create_ticket", signIn, rawMeta("user-d", "a-2"), nil, 200, mcp.CodeUnauthorized, "user_disabled"},
+		{"function not granted", "create_ticket", signIn, rawMeta("user-e", "a-2"), nil, 200, mcp.CodeUnauthorized, "function_not_granted"},
 		{"another tenant's ticket", "get_ticket", map[string]any{"ticket_id": ticketID}, rawMeta("user-c", ""), nil, 200, 0, "ticket_not_found: "},
 		{"missing user", "create_ticket", signIn, rawMeta("", "a-2"), nil, 200, 0, "missing_user: params._meta._aiv_external_user_id is missing"},
 		{"missing request_id", "create_ticket", signIn, rawMeta("user-a", ""), nil, 200, 0, "missing_request_id: params._meta.request_id is missing"},
 		{"invalid request_id", "create_ticket", signIn, rawMeta("user-a", "has space"), nil, 200, 0, "invalid_request_id: params._meta.request_id must be visible ASCII"},
 		{"invalid arguments", "create_ticket", map[string]any{"title": ""}, rawMeta("user-a", "a-2"), nil, 200, 0, "invalid_arguments: Fix the arguments and call again"},
-		{"unknown function", "delete_ticket", map[string]any{}, rawMeta("user-a", "a-2"), nil, 200, 0, "unknown_function: "},
+		{"unknown function", "delete_ticket", map[string]any{}, rawMeta("user-a", "a-2"), nil, 200, jsonrpc.CodeInvalidParams, "unknown tool"},
 		{"request_id reused", "create_ticket", map[string]any{"title": "Another"}, rawMeta("user-a", "answers-1"), nil, 200, 0, "request_id_reused: This request_id already created ticket " + ticketID},
-		{"request_id of another user", "create_ticket", signIn, rawMeta("user-b", "answers-1"), nil, 403, mcp.CodeUnauthorized, "request_id_conflict"},
+		{"request_id of another user", "create_ticket", signIn, rawMeta("user-b", "answers-1"), nil, 200, mcp.CodeUnauthorized, "request_id_conflict"},
 	}
 	for _, c := range cases {
 		p := r.post(callBody(2, c.function, c.args, c.meta), c.headers...)
@@ -80,8 +82,14 @@ func TestAnswers(t *testing.T) {
 			t.Errorf("%s: HTTP %d %s, want %d", c.name, p.status, p.raw, c.status)
 			continue
 		}
+		if c.code == jsonrpc.CodeInvalidParams {
+			if p.code() != c.code || !strings.Contains(p.body.Error.Message, c.says) {
+				t.Errorf("%s: %s, want error %d %s", c.name, p.raw, c.code, c.says)
+			}
+			continue
+		}
 		if c.code != 0 {
-			if p.code() != c.code || !strings.Contains(string(p.body.Error.Data), `"code":"`+c.says+`"`) || p.body.Error.Message == "" {
+			if p.code() != c.code || !strings.Contains(string(p.body.Error.Data), `"code":"`+c.says+`"`) || !strings.HasPrefix(p.body.Error.Message, c.says+": ") {
 				t.Errorf("%s: %s, want error %d %s", c.name, p.raw, c.code, c.says)
 			}
 			if strings.Contains(string(p.raw), ticketID) || strings.Contains(string(p.raw), "tenant-") {
@@ -123,7 +131,7 @@ func TestDisabledAfterCachedSuccess(t *testing.T) {
 	}
 	for _, rid := range []string{"disable-1", "disable-2"} {
 		p := r.post(callBody(2, "create_ticket", signIn, rawMeta("user-b", rid)))
-		if p.status != http.StatusForbidden || !strings.Contains(string(p.body.Error.Data), "user_disabled") || strings.Contains(string(p.raw), "ticket_id") {
+		if p.status != http.StatusOK || p.code() != mcp.CodeUnauthorized || !strings.Contains(string(p.body.Error.Data), "user_disabled") || strings.Contains(string(p.raw), "ticket_id") {
 			t.Errorf("%s after disabling: %d %s", rid, p.status, p.raw)
 		}
 	}
@@ -144,28 +152,32 @@ func TestHostileMeta(t *testing.T) {
 		code int
 		says string
 	}{
-		{"numeric user", with(rawMeta("", "h-1"), "_aiv_external_user_id", 42), mcp.CodeInvalidParams, "_aiv_external_user_id must be a string or null"},
-		{"object nonce", with(rawMeta("user-a", "h-1"), "_aiv_nonce", map[string]any{"x": 1}), mcp.CodeInvalidParams, "_aiv_nonce must be a string or null"},
-		{"numeric request_id", with(rawMeta("user-a", ""), "request_id", 7), mcp.CodeInvalidParams, "request_id must be a string or null"},
-		{"array call source", with(rawMeta("user-a", "h-1"), "_aiv_call_source", []any{"x"}), mcp.CodeInvalidParams, "_aiv_call_source must be"},
-		{"bad moment", with(rawMeta("user-a", "h-1"), "_aiv_moment", "yesterday"), mcp.CodeInvalidParams, "_aiv_moment must be an ISO 8601"},
-		{"long user", with(rawMeta("", "h-1"), "_aiv_external_user_id", strings.Repeat("u", 300)), mcp.CodeInvalidParams, "longer than 256 bytes"},
-		{"long request_id value", with(rawMeta("user-a", ""), "request_id", strings.Repeat("r", 5000)), mcp.CodeInvalidParams, "longer than 4096 bytes"},
-		{"huge key", with(rawMeta("user-a", "h-1"), huge, "v"), mcp.CodeInvalidParams, "longer than 32768 bytes"},
+		{"numeric user", with(rawMeta("", "h-1"), "_aiv_external_user_id", 42), jsonrpc.CodeInvalidParams, "_aiv_external_user_id must be a string or null"},
+		{"object nonce", with(rawMeta("user-a", "h-1"), "_aiv_nonce", map[string]any{"x": 1}), jsonrpc.CodeInvalidParams, "_aiv_nonce must be a string or null"},
+		{"numeric request_id", with(rawMeta("user-a", ""), "request_id", 7), jsonrpc.CodeInvalidParams, "request_id must be a string or null"},
+		{"array call source", with(rawMeta("user-a", "h-1"), "_aiv_call_source", []any{"x"}), jsonrpc.CodeInvalidParams, "_aiv_call_source must be"},
+		{"bad moment", with(rawMeta("user-a", "h-1"), "_aiv_moment", "yesterday"), jsonrpc.CodeInvalidParams, "_aiv_moment must be an ISO 8601"},
+		{"long user", with(rawMeta("", "h-1"), "_aiv_external_user_id", strings.Repeat("u", 300)), jsonrpc.CodeInvalidParams, "longer than 256 bytes"},
+		{"long request_id value", with(rawMeta("user-a", ""), "request_id", strings.Repeat("r", 5000)), jsonrpc.CodeInvalidParams, "longer than 4096 bytes"},
+		{"huge key", with(rawMeta("user-a", "h-1"), huge, "v"), jsonrpc.CodeParseError, "longer than 32768 bytes"},
 		{"too many entries", func() map[string]any {
 			m := rawMeta("user-a", "h-1")
 			for i := range mcp.MaxMetaEntries {
 				m[strings.Repeat("m", i+1)] = "v"
 			}
 			return m
-		}(), mcp.CodeInvalidParams, "the limit is 80"},
+		}(), jsonrpc.CodeInvalidParams, "the limit is 80"},
 		// Reserved names are not the application's request_id.
 		{"request_id under a reserved prefix", with(rawMeta("user-a", ""), "io.modelcontextprotocol/request_id", "h-2", "dev.mcp/request_id", "h-2", "_aiv_request_id", "h-2"), 0, "missing_request_id"},
 	}
 	for _, c := range cases {
 		p := r.post(callBody(1, "create_ticket", signIn, c.meta))
 		if c.code != 0 {
-			if p.status != http.StatusOK || p.code() != c.code || !strings.Contains(p.body.Error.Message, c.says) || len(p.body.Error.Message) > 400 {
+			status := http.StatusOK
+			if c.code == jsonrpc.CodeParseError {
+				status = http.StatusBadRequest
+			}
+			if p.status != status || p.code() != c.code || !strings.Contains(p.body.Error.Message, c.says) || len(p.body.Error.Message) > 400 {
 				t.Errorf("%s: %d %.300s, want %d %q", c.name, p.status, p.raw, c.code, c.says)
 			}
 			continue
@@ -228,7 +240,7 @@ func TestOneLogLinePerRequest(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":2,"method":"ping"}`, "handshake", "ping"},
 		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "listed", "tools/list"},
 		{`{"jsonrpc":"2.0","id":4,`, "rejected", ""},
-		{`{"jsonrpc":"2.0","id":5,"method":"nope"}`, "rejected", "nope"},
+		{`{"jsonrpc":"2.0","id":5,"method":"nope"}`, "rejected", mcp.UnknownMethod},
 		{callBody(6, "create_ticket", map[string]any{"title": secretTitle}, rawMeta("user-a", "log-rid-1")), "created", ""},
 		{callBody(7, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "_aiv_nonce", wrongNonce)), "unauthorized", ""},
 		{callBody(8, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "request_id", 5)), "rejected", "tools/call"},
@@ -238,7 +250,7 @@ func TestOneLogLinePerRequest(t *testing.T) {
 		if r.logs.String() == "" {
 			before = 0
 		}
-		r.post(b.body)
+		r.postRaw(b.body)
 		lines := strings.Split(strings.TrimSpace(r.logs.String()), "\n")[before:]
 		if len(lines) != 1 || !strings.Contains(lines[0], `"outcome":"`+b.outcome+`"`) || !strings.Contains(lines[0], `"msg":"mcp"`) ||
 			(b.method != "" && !strings.Contains(lines[0], `"method":"`+b.method+`"`)) {

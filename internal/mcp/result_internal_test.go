@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -23,23 +22,23 @@ func TestRetryableAnswersAreToolErrors(t *testing.T) {
 		{protocol.NotFound("ticket_not_found", "No ticket x."), "ticket_not_found: No ticket x."},
 	}
 	for _, c := range cases {
-		res := toResult(json.RawMessage("3"), c.ans)
-		var body struct {
-			ID     int `json:"id"`
-			Result struct {
-				Content []struct{ Type, Text string }
-				IsError bool
-				// StructuredContent must be absent: the outputSchema
-				// describes successes only.
-				StructuredContent json.RawMessage
-			}
+		res, err := toResult(c.ans)
+		if err != nil {
+			t.Fatalf("%s: %v", c.says, err)
 		}
-		if err := json.Unmarshal(res.Body, &body); err != nil || res.Status != http.StatusOK || body.ID != 3 {
-			t.Fatalf("%s: %d %s", c.says, res.Status, res.Body)
+		raw, _ := json.Marshal(res)
+		var r struct {
+			Content []struct{ Type, Text string }
+			IsError bool
+			// StructuredContent must be absent: the outputSchema
+			// describes successes only.
+			StructuredContent json.RawMessage
 		}
-		r := body.Result
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
 		if !r.IsError || len(r.Content) != 1 || r.Content[0].Type != "text" || !strings.HasPrefix(r.Content[0].Text, c.says) || r.StructuredContent != nil {
-			t.Errorf("%s: %s", c.says, res.Body)
+			t.Errorf("%s: %s", c.says, raw)
 		}
 	}
 }

@@ -160,8 +160,26 @@ func (p rpc) tool(t *testing.T) sdk.CallToolResult {
 	return out
 }
 
-// post sends a raw body to /mcp with headers (name, value pairs).
+// post sends a raw body to /mcp with headers (name, value pairs) and
+// decodes the JSON-RPC answer.
 func (r *rig) post(body string, headers ...string) rpc {
+	r.t.Helper()
+	p := r.postRaw(body, headers...)
+	if len(p.raw) > 0 {
+		if err := json.Unmarshal(p.raw, &p.body); err != nil {
+			r.t.Fatalf("answer is not JSON: %d %q", p.status, p.raw)
+		}
+		if ct := p.header.Get("Content-Type"); ct != "application/json" {
+			r.t.Errorf("Content-Type %q", ct)
+		}
+	}
+	return p
+}
+
+// postRaw sends a raw body to /mcp as an MCP client does, with headers
+// (name, value pairs; an empty value removes the header), and returns the
+// answer undecoded.
+func (r *rig) postRaw(body string, headers ...string) rpc {
 	r.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, r.srv.URL+mcp.Path, strings.NewReader(body))
 	if err != nil {
@@ -170,6 +188,10 @@ func (r *rig) post(body string, headers ...string) rpc {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)
@@ -179,14 +201,6 @@ func (r *rig) post(body string, headers ...string) rpc {
 	defer res.Body.Close()
 	p := rpc{status: res.StatusCode, header: res.Header}
 	p.raw, _ = io.ReadAll(res.Body)
-	if len(p.raw) > 0 {
-		if err := json.Unmarshal(p.raw, &p.body); err != nil {
-			r.t.Fatalf("answer is not JSON: %d %q", res.StatusCode, p.raw)
-		}
-		if ct := res.Header.Get("Content-Type"); ct != "application/json" {
-			r.t.Errorf("Content-Type %q", ct)
-		}
-	}
 	return p
 }
 

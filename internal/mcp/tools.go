@@ -1,13 +1,19 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/canonjson"
 	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
@@ -28,71 +34,97 @@ const (
 // room for AIVAX's and the protocol's own keys.
 const MaxMetaEntries = protocol.MaxMetadataEntries + 16
 
-type tool struct {
-	Name         string         `json:"name"`
-	Description  string         `json:"description"`
-	InputSchema  map[string]any `json:"inputSchema"`
-	OutputSchema map[string]any `json:"outputSchema,omitempty"`
-	Annotations  annotations    `json:"annotations"`
+// ListTTL is how long a client may cache server/discover and tools/list:
+// the tools change only with a deployment. AIVAX caches its list for 600 s.
+const ListTTL = 10 * time.Minute
+
+// instructions is what initialize and server/discover tell the host
+// about using the tools.
+const instructions = "create_ticket creates one helpdesk ticket per operation: the application must put the operation's request_id in params._meta.request_id and keep it across retries; a retry with the same request_id returns the same ticket with deduplicated true. get_ticket reads a ticket by the ticket_id create_ticket returned."
+
+// newSDK builds the SDK's stateless, JSON-only Streamable HTTP handler
+// with the handler's functions as tools.
+func (d *Handler) newSDK(o Options) http.Handler {
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	srv := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		// Tools only: no logging capability, and the list never changes
+		// while a server runs.
+		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		SupportedProtocolVersions: Versions,
+		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) {
+			c.TTLMs, c.CacheScope = int(ListTTL/time.Millisecond), "public"
+		},
+	})
+	for _, t := range tools(d.h, o.OpenWorld) {
+		srv.AddTool(t, d.call)
+	}
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+		Stateless:           true,
+		JSONResponse:        true,
+		MaxRequestBodyBytes: protocol.MaxBodyBytes,
+	})
 }
 
-// annotations are written out in full, defaults included, so that no
-// client has to know MCP's defaults (destructive and open-world true).
-type annotations struct {
-	ReadOnly    bool `json:"readOnlyHint"`
-	Destructive bool `json:"destructiveHint"`
-	Idempotent  bool `json:"idempotentHint"`
-	OpenWorld   bool `json:"openWorldHint"`
-}
-
-// listTools is the tools/list result: the handler's functions, from the
-// definitions that validate their arguments.
-func listTools(h *callback.Handler, openWorld bool) json.RawMessage {
-	tools := make([]tool, 0, len(h.Functions))
+// tools are the handler's functions as MCP tools, from the definitions
+// that validate their arguments.
+func tools(h *callback.Handler, openWorld bool) []*sdk.Tool {
+	out := make([]*sdk.Tool, 0, len(h.Functions))
+	no, yes := false, true
 	for _, f := range h.Functions {
-		t := tool{Name: f.Name, Description: f.Description, InputSchema: f.JSONSchema(), OutputSchema: h.ResultSchema(f.Name)}
+		t := &sdk.Tool{Name: f.Name, Description: f.Description, InputSchema: f.JSONSchema()}
+		if s := h.ResultSchema(f.Name); s != nil {
+			t.OutputSchema = s
+		}
 		switch f.Name {
 		case ticket.GetName:
-			t.Annotations = annotations{ReadOnly: true}
+			t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
 		case ticket.CreateName:
 			// Idempotent under a request_id: a repeat returns the same ticket.
-			t.Annotations = annotations{Idempotent: true, OpenWorld: openWorld}
+			ow := openWorld
+			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &ow}
 		default:
-			t.Annotations = annotations{Destructive: true, OpenWorld: true}
+			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes}
 		}
-		tools = append(tools, t)
+		out = append(out, t)
 	}
-	b, err := json.Marshal(struct {
-		Tools []tool `json:"tools"`
-	}{tools})
-	if err != nil {
-		panic("mcp: tools/list does not encode: " + err.Error())
-	}
-	return b
+	return out
 }
 
-// toCall maps tools/call params to a callback.Call; msg says what is wrong
-// with params when they cannot be one.
-func toCall(m *message) (callback.Call, string) {
-	c := callback.Call{Door: Door, Metadata: map[string]string{}}
-	name, ok := m.params["name"].(string)
-	if !ok || name == "" {
-		return c, "params.name must be the tool's name, a non-empty string"
+// call serves tools/call: the params mapped to a callback.Call, run
+// through the callback's pipeline, its answer mapped to a result.
+func (d *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	x := exchangeFrom(ctx)
+	c, res, err := toCall(req.Params)
+	if res != nil || err != nil {
+		x.refused.Store(codeFor(res, err))
+		return res, err
 	}
-	if len(name) > protocol.MaxFunctionNameBytes {
-		return c, fmt.Sprintf("params.name is longer than %d bytes", protocol.MaxFunctionNameBytes)
+	if c.Nonce == "" {
+		c.Nonce = x.nonce
 	}
-	c.Function = name
-	switch a := m.params["arguments"].(type) {
-	case nil:
-		c.Arguments = map[string]any{}
-	case map[string]any:
-		c.Arguments = a
-	default:
-		return c, "params.arguments must be an object of named arguments"
+	ans := d.h.Serve(x.ctx, c)
+	x.served.Store(true)
+	return toResult(ans)
+}
+
+// toCall maps tools/call params to a callback.Call. What it cannot map
+// is answered before the pipeline: a tool result the model can correct
+// for arguments that are not acceptable JSON, a -32602 error for params of
+// the wrong shape.
+func toCall(p *sdk.CallToolParamsRaw) (callback.Call, *sdk.CallToolResult, error) {
+	c := callback.Call{Door: Door, Function: p.Name, Metadata: map[string]string{}}
+	args, res, err := arguments(p.Arguments)
+	if res != nil || err != nil {
+		return c, res, err
 	}
-	if len(m.meta) > MaxMetaEntries {
-		return c, fmt.Sprintf("params._meta has %d entries; the limit is %d", len(m.meta), MaxMetaEntries)
+	c.Arguments = args
+	meta := p.Meta
+	if len(meta) > MaxMetaEntries {
+		return c, nil, invalidParams(fmt.Sprintf("params._meta has %d entries; the limit is %d", len(meta), MaxMetaEntries))
 	}
 	fields := []struct {
 		key   string
@@ -106,24 +138,24 @@ func toCall(m *message) (callback.Call, string) {
 		{protocol.RequestIDKey, protocol.MaxMetadataValueBytes, &c.RequestID},
 	}
 	for _, f := range fields {
-		v, msg := metaString(m.meta, f.key, f.limit)
+		v, msg := metaString(meta, f.key, f.limit)
 		if msg != "" {
-			return c, msg
+			return c, nil, invalidParams(msg)
 		}
 		*f.to = v
 	}
-	moment, msg := metaString(m.meta, MetaMoment, protocol.MaxTokenBytes)
+	moment, msg := metaString(meta, MetaMoment, protocol.MaxTokenBytes)
 	if msg != "" {
-		return c, msg
+		return c, nil, invalidParams(msg)
 	}
 	if moment != "" {
 		t, err := time.Parse(time.RFC3339Nano, moment)
 		if err != nil {
-			return c, "params._meta." + MetaMoment + " must be an ISO 8601 date-time with an offset"
+			return c, nil, invalidParams("params._meta." + MetaMoment + " must be an ISO 8601 date-time with an offset")
 		}
 		c.Moment = t.UTC()
 	}
-	for k, v := range m.meta {
+	for k, v := range meta {
 		if reserved(k) {
 			continue
 		}
@@ -134,11 +166,68 @@ func toCall(m *message) (callback.Call, string) {
 			continue
 		}
 		if len(s) > protocol.MaxMetadataValueBytes {
-			return c, fmt.Sprintf("params._meta.%s is longer than %d bytes", clipKey(k), protocol.MaxMetadataValueBytes)
+			return c, nil, invalidParams(fmt.Sprintf("params._meta.%s is longer than %d bytes", clipKey(k), protocol.MaxMetadataValueBytes))
 		}
 		c.Metadata[k] = s
 	}
-	return c, ""
+	return c, nil, nil
+}
+
+// arguments parses params.arguments as the callback parses
+// function.content: a value that is not acceptable JSON (a duplicate
+// member, an integer beyond 2^53, a string past the limit) is a result the
+// model can correct.
+func arguments(raw json.RawMessage) (map[string]any, *sdk.CallToolResult, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{}, nil, nil
+	}
+	v, err := canonjson.Parse(raw, limits)
+	if err != nil {
+		path, reason := argumentsPath, err.Error()
+		var se *canonjson.Error
+		if errors.As(err, &se) {
+			path, reason = argumentsPath+pathSuffix(se.Path), se.Reason
+		}
+		if errors.Is(err, canonjson.ErrTooLong) {
+			return nil, toolError(protocol.CodeTooLarge, fmt.Sprintf("%s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipPath(path), protocol.MaxStringBytes)), nil
+		}
+		return nil, toolError(protocol.CodeInvalidArguments, fmt.Sprintf("the arguments are not valid: %s at %s. Send the arguments as one JSON object with unique member names.", clipPath(reason), clipPath(path))), nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, invalidParams("params.arguments must be an object of named arguments")
+	}
+	return m, nil, nil
+}
+
+// argumentsPath is where a tools/call carries the arguments.
+const argumentsPath = "params.arguments"
+
+// pathSuffix continues argumentsPath with a path inside the arguments.
+func pathSuffix(p string) string {
+	if p == "" || strings.HasPrefix(p, "[") {
+		return p
+	}
+	return "." + p
+}
+
+func underArguments(path string) bool {
+	return path == argumentsPath || strings.HasPrefix(path, argumentsPath+".") || strings.HasPrefix(path, argumentsPath+"[")
+}
+
+func invalidParams(msg string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+}
+
+// codeFor is the log code of a tools/call refused before the pipeline.
+func codeFor(res *sdk.CallToolResult, err error) string {
+	if err != nil {
+		return codeInvalidParams
+	}
+	if t, ok := res.Content[0].(*sdk.TextContent); ok && strings.HasPrefix(t.Text, protocol.CodeTooLarge+":") {
+		return protocol.CodeTooLarge
+	}
+	return protocol.CodeInvalidArguments
 }
 
 // metaString reads a _meta field this door uses: a string or null.
@@ -179,17 +268,6 @@ func clipKey(k string) string {
 	return strings.ToValidUTF8(k[:64], "") + "…"
 }
 
-type content struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type toolResult struct {
-	Content           []content       `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
-	IsError           bool            `json:"isError"`
-}
-
 // answer is what toResult reads of a callback answer.
 type answer struct {
 	Status  string `json:"status"`
@@ -200,26 +278,35 @@ type answer struct {
 	} `json:"error"`
 }
 
-// toResult maps a callback answer to the tools/call response: a result
-// for what the call did, a result with isError for what the model can act
-// on, an HTTP 401 or 403 for a refused credential or user.
-func toResult(id json.RawMessage, ans protocol.Answer) Response {
+// toResult maps a callback answer to the tools/call answer: a result for
+// what the call did, a result with isError for what the model can act
+// on, and a JSON-RPC error, which MCP clients show their user, for a
+// refused nonce or user. The refusal is no HTTP 401 or 403: clients read
+// those as the start of OAuth, and their user would never see it.
+func toResult(ans protocol.Answer) (*sdk.CallToolResult, error) {
 	var a answer
 	_ = json.Unmarshal(ans.Body, &a)
 	switch {
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden:
 		// The callback's refusal, which discloses nothing stored.
-		return rpcError(ans.Status, id, CodeUnauthorized, a.Error.Message, map[string]string{"status": a.Status, "code": a.Error.Code})
+		data, _ := json.Marshal(map[string]string{"status": a.Status, "code": a.Error.Code})
+		return nil, &jsonrpc.Error{Code: CodeUnauthorized, Message: a.Error.Code + ": " + a.Error.Message, Data: data}
 	case ans.Status == http.StatusOK && (a.Status == protocol.StatusCreated || a.Status == protocol.StatusFound):
-		return result(id, toolResult{Content: []content{{"text", string(ans.Body)}}, StructuredContent: ans.Body})
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(ans.Body)}}, StructuredContent: json.RawMessage(ans.Body)}, nil
 	}
 	// Rejections, not_found, in_progress, busy and internal errors: words
 	// the model can act on.
-	text := a.Message
 	if a.Error.Code != "" {
-		text = a.Error.Code + ": " + a.Error.Message
-	} else if a.Status != "" {
-		text = a.Status + ": " + a.Message
+		return toolError(a.Error.Code, a.Error.Message), nil
 	}
-	return result(id, toolResult{Content: []content{{"text", text}}, IsError: true})
+	if a.Status != "" {
+		return toolError(a.Status, a.Message), nil
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.Message}}, IsError: true}, nil
+}
+
+// toolError is a result with isError whose one text block is
+// "<code>: <message>".
+func toolError(code, message string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: code + ": " + message}}, IsError: true}
 }

@@ -35,6 +35,9 @@ type MCPCase struct {
 	Authorized bool
 	// Deduplicated, for a success, says the answer must be a replay.
 	Deduplicated bool
+	// Plain marks a refusal the MCP SDK answers at the transport, before
+	// any JSON-RPC exchange: a text/plain body saying Fix, or none (a 202).
+	Plain bool
 }
 
 // JSON-RPC codes the MCP door answers (internal/mcp names them; they are
@@ -45,6 +48,7 @@ const (
 	rpcInvalid      = -32600
 	rpcMethod       = -32601
 	rpcParams       = -32602
+	rpcHeader       = -32020
 	rpcVersion      = -32022
 	rpcUnauthorized = -32001
 )
@@ -74,8 +78,13 @@ func MCPCases(n Nonces) []MCPCase {
 	tool := func(area, name string, body []byte, code, fix string) MCPCase {
 		return MCPCase{Name: name, Area: area, Body: body, Status: http.StatusOK, Code: code, Fix: fix}
 	}
-	deny := func(area, name string, body []byte, status int, code, fix string) MCPCase {
-		return MCPCase{Name: name, Area: area, Body: body, Status: status, RPCCode: rpcUnauthorized, Code: code, Fix: fix}
+	// A refused credential or user is a JSON-RPC error in an HTTP 200,
+	// which clients show their user (an HTTP 401 or 403 starts OAuth).
+	deny := func(area, name string, body []byte, _ int, code, fix string) MCPCase {
+		return MCPCase{Name: name, Area: area, Body: body, Status: http.StatusOK, RPCCode: rpcUnauthorized, Code: code, Fix: fix}
+	}
+	plain := func(area, name string, body []byte, status int, fix string) MCPCase {
+		return MCPCase{Name: name, Area: area, Body: body, Status: status, Plain: true, Fix: fix}
 	}
 	bad, ok := http.StatusBadRequest, http.StatusOK
 	long := strings.Repeat("k", protocol.MaxStringBytes+1)
@@ -98,29 +107,36 @@ func MCPCases(n Nonces) []MCPCase {
 		rpc("meta", "user id of invalid UTF-8", call(valid+",\"_aiv_external_user_id\":\"user-\xff\","+rid), bad, rpcParse, "invalid UTF-8"),
 		rpc("meta", "nesting past the limit in _meta", call(std+`,"deep":`+nested), bad, rpcParse, "nesting deeper than 64 levels"),
 		// Not a JSON-RPC request: -32600.
+		// Not a JSON-RPC request: the door refuses a batch (2025-03-26, not
+		// served) and an id MCP does not allow; the SDK refuses the rest
+		// at the transport.
 		rpc("envelope", "batch", []byte(`[`+string(call(std))+`]`), bad, rpcInvalid, "batches are not accepted"),
-		rpc("envelope", "JSON string", []byte(`"tools/call"`), bad, rpcInvalid, "one JSON-RPC request object"),
-		rpc("envelope", "JSON null", []byte(`null`), bad, rpcInvalid, "one JSON-RPC request object"),
-		rpc("envelope", "jsonrpc 1.0", bytes.Replace(call(std), []byte(`"2.0"`), []byte(`"1.0"`), 1), bad, rpcInvalid, `jsonrpc must be "2.0"`),
-		rpc("envelope", "jsonrpc missing", bytes.Replace(call(std), []byte(`"jsonrpc":"2.0",`), nil, 1), bad, rpcInvalid, `jsonrpc must be "2.0"`),
 		rpc("envelope", "id null", bytes.Replace(call(std), []byte(`"id":1`), []byte(`"id":null`), 1), bad, rpcInvalid, "id must be a string or an integer"),
 		rpc("envelope", "id an object", bytes.Replace(call(std), []byte(`"id":1`), []byte(`"id":{"n":1}`), 1), bad, rpcInvalid, "id must be a string or an integer"),
 		rpc("envelope", "id fractional", bytes.Replace(call(std), []byte(`"id":1`), []byte(`"id":1.5`), 1), bad, rpcInvalid, "id must be a string or an integer"),
-		rpc("envelope", "method a number", bytes.Replace(call(std), []byte(`"method":"tools/call"`), []byte(`"method":7`), 1), bad, rpcInvalid, "method must be a non-empty string"),
-		rpc("envelope", "method missing", bytes.Replace(call(std), []byte(`"method":"tools/call",`), nil, 1), bad, rpcInvalid, "method is required"),
-		rpc("envelope", "body past the size limit", mcpCall("create_ticket", `{"title":"x","description":"`+strings.Repeat("d", protocol.MaxBodyBytes)+`"}`, std), bad, rpcInvalid, "limit of 131072 bytes"),
-		// Unknown methods: -32601.
-		rpc("envelope", "unknown method", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"tools/delete"`), 1), ok, rpcMethod, "is not served"),
-		rpc("envelope", "method in another case", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"Tools/Call"`), 1), ok, rpcMethod, "is not served"),
+		plain("envelope", "JSON string", []byte(`"tools/call"`), bad, "malformed payload"),
+		plain("envelope", "JSON null", []byte(`null`), bad, "malformed payload"),
+		plain("envelope", "jsonrpc 1.0", bytes.Replace(call(std), []byte(`"2.0"`), []byte(`"1.0"`), 1), bad, `expected "2.0"`),
+		plain("envelope", "jsonrpc missing", bytes.Replace(call(std), []byte(`"jsonrpc":"2.0",`), nil, 1), bad, `expected "2.0"`),
+		plain("envelope", "method a number", bytes.Replace(call(std), []byte(`"method":"tools/call"`), []byte(`"method":7`), 1), bad, "malformed payload"),
+		// An id without a method reads as a response to the server: accepted, no answer.
+		plain("envelope", "method missing", bytes.Replace(call(std), []byte(`"method":"tools/call",`), nil, 1), http.StatusAccepted, ""),
+		plain("envelope", "body past the size limit", mcpCall("create_ticket", `{"title":"x","description":"`+strings.Repeat("d", protocol.MaxBodyBytes)+`"}`, std), http.StatusRequestEntityTooLarge, "request body exceeds 131072 bytes"),
+		// Unknown methods: before 2026-07-28 a transport refusal; from
+		// 2026-07-28 a 404 with -32601.
+		plain("envelope", "unknown method", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"tools/delete"`), 1), bad, "unsupported"),
+		plain("envelope", "method in another case", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"Tools/Call"`), 1), bad, "unsupported"),
+		{Name: "unknown method at 2026-07-28", Area: "envelope", Body: bytes.Replace(call(std+`,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`), []byte(`"tools/call"`), []byte(`"tools/delete"`), 1),
+			Headers: []Header{{"MCP-Protocol-Version", "2026-07-28"}}, Status: http.StatusNotFound, RPCCode: rpcMethod, Fix: "unsupported"},
 		// Params the door cannot map: -32602.
-		rpc("params", "params an array", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["create_ticket"]}`), ok, rpcParams, "params must be an object"),
-		rpc("params", "tool name missing", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`), ok, rpcParams, "params.name must be"),
-		rpc("params", "tool name a number", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,"arguments":{}}}`), ok, rpcParams, "params.name must be"),
-		rpc("params", "tool name too long", mcpCall(strings.Repeat("f", protocol.MaxFunctionNameBytes+1), good, std), ok, rpcParams, "params.name is longer than 64 bytes"),
+		rpc("params", "params an array", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["create_ticket"]}`), ok, rpcParams, "invalid params"),
+		rpc("params", "tool name missing", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}`), ok, rpcParams, `unknown tool ""`),
+		rpc("params", "tool name a number", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,"arguments":{}}}`), ok, rpcParams, "invalid params"),
+		rpc("params", "tool name too long", mcpCall(strings.Repeat("f", protocol.MaxFunctionNameBytes+1), good, std), ok, rpcParams, "unknown tool"),
 		rpc("params", "arguments an array", mcpCall("create_ticket", `[`+good+`]`, std), ok, rpcParams, "params.arguments must be an object"),
 		rpc("params", "arguments a string", mcpCall("create_ticket", `"Cannot sign in"`, std), ok, rpcParams, "params.arguments must be an object"),
 		tool("arguments", "a string past the limit in the arguments", mcpCall("create_ticket", `{"title":"`+long+`"}`, std), protocol.CodeTooLarge, "params.arguments.title is longer than 32768 bytes"),
-		rpc("meta", "_meta an array", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_ticket","_meta":["r-1"]}}`), ok, rpcParams, "params._meta must be an object"),
+		rpc("meta", "_meta an array", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_ticket","_meta":["r-1"]}}`), ok, rpcParams, "invalid params"),
 		rpc("meta", "nonce a number", call(`"_aiv_nonce":9,`+userA+","+rid), ok, rpcParams, "_aiv_nonce must be a string or null"),
 		rpc("meta", "nonce an object", call(`"_aiv_nonce":{"hash":"`+n.Valid+`"},`+userA+","+rid), ok, rpcParams, "_aiv_nonce must be a string or null"),
 		rpc("meta", "user id a boolean", call(valid+`,"_aiv_external_user_id":true,`+rid), ok, rpcParams, "_aiv_external_user_id must be a string or null"),
@@ -132,11 +148,13 @@ func MCPCases(n Nonces) []MCPCase {
 		rpc("meta", "moment a number", call(std+`,"_aiv_moment":1764504000`), ok, rpcParams, "_aiv_moment must be a string or null"),
 		rpc("meta", "call source an array", call(std+`,"_aiv_call_source":["McpClient"]`), ok, rpcParams, "_aiv_call_source must be a string or null"),
 		rpc("meta", "too many _meta entries", call(many), ok, rpcParams, "the limit is 80"),
-		rpc("meta", "a _meta name past the string limit", call(std+`,"`+long+`":"v"`), ok, rpcParams, "longer than 32768 bytes"),
+		rpc("meta", "a _meta name past the string limit", call(std+`,"`+long+`":"v"`), bad, rpcParse, "longer than 32768 bytes"),
 		// Versions.
-		rpc("headers", "unsupported _meta protocol version", call(std+`,"io.modelcontextprotocol/protocolVersion":"2099-01-01"`), bad, rpcVersion, "is not supported"),
+		{Name: "unsupported protocol version in the header and _meta", Area: "headers", Body: call(std + `,"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"hostile","version":"1"}`),
+			Headers: []Header{{"MCP-Protocol-Version", "2099-01-01"}, {"Mcp-Method", "tools/call"}, {"Mcp-Name", "create_ticket"}}, Status: bad, RPCCode: rpcVersion, Fix: "unsupported protocol version"},
+		rpc("headers", "a _meta protocol version without the header", call(std+`,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`), bad, rpcHeader, "header is required"),
 		{Name: "unsupported MCP-Protocol-Version header", Area: "headers", Body: call(std), Headers: []Header{{"MCP-Protocol-Version", "1999-01-01"}},
-			Status: bad, RPCCode: rpcInvalid, Fix: "is not supported"},
+			Status: bad, Plain: true, Fix: "Unsupported protocol version"},
 		// What the model can correct: isError results.
 		tool("arguments", "title empty", mcpCall("create_ticket", `{"title":""}`, std), protocol.CodeInvalidArguments, "title is empty"),
 		tool("arguments", "unknown argument", mcpCall("create_ticket", `{"title":"x","assignee":"root"}`, std), protocol.CodeInvalidArguments, `"assignee" is not accepted`),
@@ -152,7 +170,7 @@ func MCPCases(n Nonces) []MCPCase {
 		tool("identity", "user id missing", call(valid+","+rid), "missing_user", "params._meta._aiv_external_user_id is missing"),
 		tool("identity", "user id null", call(valid+`,"_aiv_external_user_id":null,`+rid), "missing_user", "params._meta._aiv_external_user_id is missing"),
 		tool("identity", "user id under context.externalUserId instead", call(valid+`,"externalUserId":"user-a",`+rid), "missing_user", "is missing"),
-		tool("identity", "unknown function", mcpCall("delete_all_tickets", `{}`, std), "unknown_function", "The functions are create_ticket, get_ticket"),
+		rpc("identity", "unknown function", mcpCall("delete_all_tickets", `{}`, std), ok, rpcParams, `unknown tool "delete_all_tickets"`),
 		// Credentials and users: HTTP 401/403, nothing disclosed.
 		deny("headers", "nonce missing", call(userA+","+rid), http.StatusUnauthorized, "missing_nonce", "_aiv_nonce"),
 		deny("headers", "nonce null", call(`"_aiv_nonce":null,`+userA+","+rid), http.StatusUnauthorized, "missing_nonce", "is required"),
@@ -162,7 +180,7 @@ func MCPCases(n Nonces) []MCPCase {
 		deny("headers", "nonce of cost 31", call(`"_aiv_nonce":"$2b$31$`+strings.Repeat("A", 53)+`",`+userA+","+rid), http.StatusForbidden, "invalid_nonce", "cost outside 4..9"),
 		deny("headers", "nonce is the hook key", call(`"_aiv_nonce":"local-demo-hook-key-0123456789",`+userA+","+rid), http.StatusForbidden, "invalid_nonce", "not a BCrypt hash"),
 		{Name: "forged nonce in _meta beside a valid header", Area: "headers", Body: call(`"_aiv_nonce":"` + n.WrongKey + `",` + userA + "," + rid),
-			Headers: []Header{{protocol.NonceHeader, n.Valid}}, Status: http.StatusForbidden, RPCCode: rpcUnauthorized, Code: "invalid_nonce", Fix: "does not match the hook key"},
+			Headers: []Header{{protocol.NonceHeader, n.Valid}}, Status: http.StatusOK, RPCCode: rpcUnauthorized, Code: "invalid_nonce", Fix: "does not match the hook key"},
 		deny("identity", "unknown user", secret("mallory", ""), http.StatusForbidden, "unknown_user", "not a user of this service"),
 		deny("identity", "user id in another case", secret("USER-A", ""), http.StatusForbidden, "unknown_user", "not a user of this service"),
 		deny("identity", "disabled user repeats the operation", secret("user-d", ""), http.StatusForbidden, "user_disabled", "disabled"),
@@ -211,11 +229,17 @@ func (c MCPCase) Check(status int, raw, sent []byte, secret string) []string {
 			IsError bool `json:"isError"`
 		} `json:"result"`
 	}
+	if status != c.Status {
+		return []string{fmt.Sprintf("answer %d %.300s, want %d", status, raw, c.Status)}
+	}
+	if c.Plain {
+		if !bytes.Contains(raw, []byte(c.Fix)) || len(raw) > MaxAnswerBytes || bytes.Contains(raw, []byte(secret)) || bytes.Contains(raw, []byte(SecretTitle)) {
+			return []string{fmt.Sprintf("answer %d %.300q, want a short transport refusal saying %q", status, raw, c.Fix)}
+		}
+		return nil
+	}
 	if err := json.Unmarshal(raw, &body); err != nil || body.JSONRPC != "2.0" {
 		return []string{fmt.Sprintf("answer %d is not JSON-RPC: %q", status, raw)}
-	}
-	if status != c.Status {
-		return []string{fmt.Sprintf("answer %d %s, want %d", status, raw, c.Status)}
 	}
 	var wrong []string
 	switch {
