@@ -280,6 +280,17 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 	if c, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil || c.MCPTokenSecretARN != existingMCPSecret {
 		t.Errorf("McpTokenSecretArn: %q, %v", c.MCPTokenSecretARN, err)
 	}
+	// So do the MCP door's allowed origins: none by default, the
+	// parameter's list when set.
+	env = deploy(t, map[string]string{"McpAllowedOrigins": "https://app.example.com,http://localhost:6274"}).env(t)
+	env[config.EnvTable], env[config.EnvHookKeySecret] = "oncecall-Table-ABC", existingSecret
+	if c, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil ||
+		!slices.Equal(c.MCPAllowedOrigins, []string{"https://app.example.com", "http://localhost:6274"}) {
+		t.Errorf("McpAllowedOrigins: %q, %v", c.MCPAllowedOrigins, err)
+	}
+	if _, ok := deploy(t, nil).env(t)[config.EnvMCPAllowedOrigins]; ok {
+		t.Errorf("%s is set by default; want no origin allowed", config.EnvMCPAllowedOrigins)
+	}
 }
 
 func TestTemplateTable(t *testing.T) {

@@ -193,8 +193,12 @@ func TestLoadMCPToken(t *testing.T) {
 	if err != nil || c.MCPToken != "local-token-0123456789" || c.MCPTokenSecretARN != "" {
 		t.Errorf("MCP_TOKEN: %q %q %v", c.MCPToken, c.MCPTokenSecretARN, err)
 	}
-	if c, err = config.Load(env(nil), base, functions); err != nil || c.MCPToken != "" || c.MCPTokenSecretARN != "" {
-		t.Errorf("no token by default: %q %q %v", c.MCPToken, c.MCPTokenSecretARN, err)
+	if c, err = config.Load(env(nil), base, functions); err != nil || c.MCPToken != "" || c.MCPTokenSecretARN != "" || c.MCPAllowedOrigins != nil {
+		t.Errorf("no token and no origin by default: %q %q %q %v", c.MCPToken, c.MCPTokenSecretARN, c.MCPAllowedOrigins, err)
+	}
+	c, err = config.Load(env(map[string]string{config.EnvMCPAllowedOrigins: " https://app.example.com , http://localhost:6274"}), base, functions)
+	if err != nil || len(c.MCPAllowedOrigins) != 2 || c.MCPAllowedOrigins[0] != "https://app.example.com" || c.MCPAllowedOrigins[1] != "http://localhost:6274" {
+		t.Errorf("MCP_ALLOWED_ORIGINS: %q %v", c.MCPAllowedOrigins, err)
 	}
 }
 

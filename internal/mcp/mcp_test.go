@@ -87,6 +87,14 @@ func TestGoSDKClient(t *testing.T) {
 				t.Fatalf("tools/list: %v %v", list, err)
 			}
 			createTwice(t, r, cs, "sdk-"+want)
+			// A refused nonce is an error the host shows its user.
+			meta := aivMeta("user-a", "sdk-forged-"+want)
+			meta["_aiv_nonce"] = "forged"
+			_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "create_ticket", Arguments: signIn, Meta: meta})
+			if err == nil || !strings.Contains(err.Error(), "invalid_nonce: ") {
+				t.Errorf("a forged nonce: %v, want an error naming invalid_nonce", err)
+			}
+			t.Logf("Go SDK at %s: a forged nonce shown as %q", want, err)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -94,9 +95,11 @@ type heapUser struct {
 // a whole table for every transaction, so the table is kept small to keep
 // the run short. Nonces are at BCrypt's lowest cost: the code path is the
 // same, the CPU time smaller.
-func Heap(ctx context.Context, storeURL string, users, first, second int) (HeapResult, error) {
+//
+// door is "callback" or "mcp": the door every call goes through.
+func Heap(ctx context.Context, storeURL string, users, first, second int, door string) (HeapResult, error) {
 	r := HeapResult{Users: users, Calls1: first, Calls2: second, Kinds: map[string]int{}}
-	svc, err := StartService(ctx, storeURL, "oncecall-heap")
+	svc, err := StartService(ctx, storeURL, "oncecall-heap-"+door)
 	if err != nil {
 		return r, err
 	}
@@ -116,6 +119,10 @@ func Heap(ctx context.Context, storeURL string, users, first, second int) (HeapR
 		return r, err
 	}
 	defer client.Close()
+	send := heapSender{url: svc.URL, post: client.Post}
+	if door == "mcp" {
+		send = heapSender{url: strings.TrimSuffix(svc.URL, httpapi.CallbackPath) + httpapi.MCPPath, post: client.PostMCP}
+	}
 	admin := dynamodb.NewFromConfig(dynamo.LocalConfig("us-east-1"), dynamo.Options(storeURL))
 	var kindsMu sync.Mutex
 
@@ -133,7 +140,7 @@ func Heap(ctx context.Context, storeURL string, users, first, second int) (HeapR
 					}
 					n := i / 2                   // this client's call number
 					u := all[(2*(n/10)+c)%users] // a block of ten per user
-					kind, err := heapCall(ctx, client, admin, svc, u, n%10, i)
+					kind, err := heapCall(ctx, send, admin, svc, u, n%10, i)
 					if err != nil {
 						errs <- err
 						return
@@ -168,19 +175,31 @@ func Heap(ctx context.Context, storeURL string, users, first, second int) (HeapR
 	return r, nil
 }
 
+// heapSender sends a callback body through one door.
+type heapSender struct {
+	url  string
+	post func(url string, body []byte) (Reply, time.Duration, error)
+}
+
+func (s heapSender) expect(body []byte, kind string) error {
+	r, _, err := s.post(s.url, body)
+	if err == nil && r.Kind() != kind {
+		err = fmt.Errorf("%s answered %d %s, want %s", s.url, r.Status, r.Raw, kind)
+	}
+	return err
+}
+
 // heapCall makes the step-th call of a user's block.
-func heapCall(ctx context.Context, c *Client, admin *dynamodb.Client, svc *Service, u *heapUser, step, i int) (string, error) {
+func heapCall(ctx context.Context, send heapSender, admin *dynamodb.Client, svc *Service, u *heapUser, step, i int) (string, error) {
 	switch {
 	case u.rid != "" && (step == 1 || step == 2 || step == 5 || step == 8):
-		_, err := c.Expect(svc.URL, CreateBody(u.id, u.rid), "deduplicated")
-		return "deduplicated", err
+		return "deduplicated", send.expect(CreateBody(u.id, u.rid), "deduplicated")
 	case u.ticket != "" && (step == 3 || step == 6 || step == 9):
-		_, err := c.Expect(svc.URL, GetBody(u.id, u.ticket), "found")
-		return "found", err
+		return "found", send.expect(GetBody(u.id, u.ticket), "found")
 	}
 	rid := "h-" + strconv.Itoa(i)
 	body := CreateBody(u.id, rid)
-	rep, _, err := c.Post(svc.URL, body)
+	rep, _, err := send.post(send.url, body)
 	if err != nil {
 		return "", err
 	}

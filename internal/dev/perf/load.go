@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/dev/localdb"
@@ -102,6 +103,81 @@ func (c *Client) Post(url string, body []byte) (Reply, time.Duration, error) {
 	r := Reply{Status: res.StatusCode, Raw: raw}
 	if err := json.Unmarshal(raw, &r.Body); err != nil {
 		return r, d, fmt.Errorf("answer is not JSON: %q", raw)
+	}
+	return r, d, nil
+}
+
+// MCPBody is the MCP tools/call that carries the callback body cb, as
+// AIVAX sends it: the arguments in params.arguments, the nonce, the user
+// and the metadata flat in params._meta.
+func MCPBody(cb []byte, nonce string) []byte {
+	var in struct {
+		Function struct {
+			Name    string         `json:"name"`
+			Content map[string]any `json:"content"`
+		} `json:"function"`
+		Context struct {
+			ExternalUserID string            `json:"externalUserId"`
+			CallSource     string            `json:"callSource"`
+			Metadata       map[string]string `json:"metadata"`
+		} `json:"context"`
+	}
+	if err := json.Unmarshal(cb, &in); err != nil {
+		panic("perf: MCPBody of a body that is not a callback: " + err.Error())
+	}
+	meta := map[string]any{"_aiv_nonce": nonce, "_aiv_external_user_id": in.Context.ExternalUserID, "_aiv_call_source": "McpClient"}
+	for k, v := range in.Context.Metadata {
+		meta[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+		"params": map[string]any{"name": in.Function.Name, "arguments": in.Function.Content, "_meta": meta}})
+	return b
+}
+
+// PostMCP sends the callback body cb through the MCP door at url, as
+// MCPBody carries it, and returns the callback's answer the tool result
+// holds (its structuredContent, or an error naming the refusal's code).
+func (c *Client) PostMCP(url string, cb []byte) (Reply, time.Duration, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(MCPBody(cb, c.Nonce)))
+	if err != nil {
+		return Reply{}, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	start := time.Now()
+	res, err := c.http.Do(req)
+	if err != nil {
+		return Reply{}, 0, err
+	}
+	raw, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	d := time.Since(start)
+	if err != nil {
+		return Reply{}, d, err
+	}
+	r := Reply{Status: res.StatusCode, Raw: raw}
+	var rpc struct {
+		Result struct {
+			StructuredContent map[string]any
+			Content           []struct{ Text string }
+			IsError           bool
+		}
+		Error *struct {
+			Data struct{ Code string }
+		}
+	}
+	if err := json.Unmarshal(raw, &rpc); err != nil {
+		return r, d, fmt.Errorf("answer is not JSON: %q", raw)
+	}
+	switch {
+	case rpc.Error != nil:
+		r.Body = map[string]any{"error": map[string]any{"code": rpc.Error.Data.Code}}
+	case rpc.Result.IsError && len(rpc.Result.Content) == 1:
+		code, _, _ := strings.Cut(rpc.Result.Content[0].Text, ":")
+		r.Body = map[string]any{"error": map[string]any{"code": code}}
+	default:
+		r.Body = rpc.Result.StructuredContent
 	}
 	return r, d, nil
 }
