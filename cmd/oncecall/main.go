@@ -60,16 +60,22 @@ const (
 const DefaultAddr = "127.0.0.1:3210"
 
 func main() {
-	addr := flag.String("addr", DefaultAddr, "address to serve POST /callback, GET /functions and POST /mcp on: loopback only by default. "+
-		"Another address (0.0.0.0:3210, a LAN address) exposes them to every host that can reach it, and with the local demo hook key, which is public, anyone there can create tickets: set HOOK_KEY (and MCP_TOKEN) first")
-	dbAddr := flag.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
-	hdAddr := flag.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN); its control API also has the next port to itself")
-	flag.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
+	addr, dbAddr, hdAddr := addFlags(flag.CommandLine)
 	flag.Parse()
 	if err := run(*addr, *dbAddr, *hdAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "oncecall:", err)
 		os.Exit(1)
 	}
+}
+
+// addFlags declares the command's flags on fs.
+func addFlags(fs *flag.FlagSet) (addr, dbAddr, hdAddr *string) {
+	addr = fs.String("addr", DefaultAddr, "address to serve POST /callback, GET /functions and POST /mcp on: loopback only by default. "+
+		"Another address (0.0.0.0:3210, a LAN address) exposes them to every host that can reach it, and with the local demo hook key, which is public, anyone there can create tickets: set HOOK_KEY (and MCP_TOKEN) first")
+	dbAddr = fs.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
+	hdAddr = fs.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN); its control API also has the next port to itself")
+	fs.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
+	return addr, dbAddr, hdAddr
 }
 
 func run(addr, dbAddr, hdAddr string) error {
