@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestServesLoopbackOnly: without -addr the server listens on loopback
@@ -29,3 +31,6 @@ func TestServesLoopbackOnly(t *testing.T) {
 		t.Errorf("-addr: %+v", f)
 	}
 }
+
+// TestMain fails the package when a goroutine outlives its tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

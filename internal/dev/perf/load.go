@@ -81,13 +81,29 @@ func (c *Client) Create(url, user, request string) (string, error) {
 
 // Post sends one callback and times it.
 func (c *Client) Post(url string, body []byte) (Reply, time.Duration, error) {
+	h := map[string]string{}
+	if c.Nonce != "" {
+		h[protocol.NonceHeader] = c.Nonce
+	}
+	r, d, err := c.send(url, body, h)
+	if err != nil {
+		return r, d, err
+	}
+	if err := json.Unmarshal(r.Raw, &r.Body); err != nil {
+		return r, d, fmt.Errorf("answer is not JSON: %q", r.Raw)
+	}
+	return r, d, nil
+}
+
+// send posts a JSON body with headers and times the answer, read whole.
+func (c *Client) send(url string, body []byte, headers map[string]string) (Reply, time.Duration, error) {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Reply{}, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.Nonce != "" {
-		req.Header.Set(protocol.NonceHeader, c.Nonce)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	start := time.Now()
 	res, err := c.http.Do(req)
@@ -96,15 +112,7 @@ func (c *Client) Post(url string, body []byte) (Reply, time.Duration, error) {
 	}
 	raw, err := io.ReadAll(res.Body)
 	_ = res.Body.Close()
-	d := time.Since(start)
-	if err != nil {
-		return Reply{}, d, err
-	}
-	r := Reply{Status: res.StatusCode, Raw: raw}
-	if err := json.Unmarshal(raw, &r.Body); err != nil {
-		return r, d, fmt.Errorf("answer is not JSON: %q", raw)
-	}
-	return r, d, nil
+	return Reply{Status: res.StatusCode, Raw: raw}, time.Since(start), err
 }
 
 // MCPBody is the MCP tools/call that carries the callback body cb, as
@@ -138,25 +146,11 @@ func MCPBody(cb []byte, nonce string) []byte {
 // MCPBody carries it, and returns the callback's answer the tool result
 // holds (its structuredContent, or an error naming the refusal's code).
 func (c *Client) PostMCP(url string, cb []byte) (Reply, time.Duration, error) {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(MCPBody(cb, c.Nonce)))
+	r, d, err := c.send(url, MCPBody(cb, c.Nonce), map[string]string{"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"})
 	if err != nil {
-		return Reply{}, 0, err
+		return r, d, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	start := time.Now()
-	res, err := c.http.Do(req)
-	if err != nil {
-		return Reply{}, 0, err
-	}
-	raw, err := io.ReadAll(res.Body)
-	_ = res.Body.Close()
-	d := time.Since(start)
-	if err != nil {
-		return Reply{}, d, err
-	}
-	r := Reply{Status: res.StatusCode, Raw: raw}
+	raw := r.Raw
 	var rpc struct {
 		Result struct {
 			StructuredContent map[string]any
