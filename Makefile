@@ -70,7 +70,7 @@ INSPECTOR_DIR    := $(MCP_CLIENTS_ROOT)/inspector-$(shell sha256sum $(MCP_CLIENT
 mcp-clients: $(PY_MCP_DIR)/installed $(INSPECTOR_DIR)/installed
 
 $(PY_MCP_DIR)/installed: $(MCP_CLIENTS)/requirements.txt
-	@echo "== installing the Python MCP SDK ($$(cat $<)) from PyPI into $(PY_MCP_DIR)"
+	@echo "== installing the Python MCP SDK (as $< pins it) from PyPI into $(PY_MCP_DIR)"
 	rm -rf $(PY_MCP_DIR)
 	$(PYTHON) -m venv $(PY_MCP_DIR)/venv
 	$(PY_MCP_DIR)/venv/bin/pip install --quiet --disable-pip-version-check -r $<
