@@ -51,6 +51,9 @@ type Proxy struct {
 	// (and, with its LoseRate, loses answers of applied writes) to every
 	// request that no injected fault answers.
 	Conflicts *Conflicts
+	// Tokens, when set, applies DynamoDB's rule for a transaction's
+	// ClientRequestToken to every request that no injected fault answers.
+	Tokens *Tokens
 }
 
 // NewProxy starts a proxy to target for the duration of the test.
@@ -85,6 +88,12 @@ func (p *Proxy) conflicts() *Conflicts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.Conflicts
+}
+
+func (p *Proxy) tokens() *Tokens {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Tokens
 }
 
 // Inject queues faults for the next requests of operation op, one per
@@ -140,6 +149,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.Error != "" {
 			writeError(w, f)
+			return
+		}
+	}
+	if k := p.tokens(); k != nil {
+		if tf := k.admit(op, body); tf != nil {
+			writeError(w, *tf)
 			return
 		}
 	}
