@@ -19,7 +19,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/hostiletest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
@@ -64,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h = callback.NewHandler(v, identity.NewDirectory(f.store, 30*time.Second, nil), f.store, nil)
+	f.h = callback.NewHandler(v, f.store, nil)
 	f.gw = apigw.New(f.h, "")
 	return f
 }

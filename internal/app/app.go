@@ -59,7 +59,8 @@ func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, outbox
 	if err != nil {
 		return nil, err
 	}
-	h := callback.NewHandler(v, identity.NewDirectory(store, cfg.UserCacheTTL, nil), store, logger)
+	h := callback.NewHandler(v, store, logger)
+	h.Users = identity.NewDirectory(store, cfg.UserCacheTTL, nil)
 	h.Policies = cfg.Policies
 	h.Retention = cfg.Retention
 	if outbox != nil {

@@ -526,7 +526,8 @@ func (r *rig) restarted(t testing.TB) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2.h = callback.NewHandler(v, identity.NewDirectory(r2.store, 30*time.Second, r2.clock), r2.store, nil)
+	r2.h = callback.NewHandler(v, r2.store, nil)
+	r2.h.Users = identity.NewDirectory(r2.store, 30*time.Second, r2.clock)
 	r2.h.Now = r2.clock
 	r2.srv = httptest.NewServer(httpapi.New(r2.h, ""))
 	t.Cleanup(r2.srv.Close)

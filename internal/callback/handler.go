@@ -22,6 +22,9 @@ import (
 // Store is what the Handler needs from storage. The dynamo package
 // implements it.
 type Store interface {
+	// LoadUser reads the record of externalID, or returns
+	// identity.ErrUnknown.
+	LoadUser(ctx context.Context, externalID string) (identity.User, error)
 	// Create claims rec and writes t atomically, after re-checking that the
 	// user may still call rec.Function in rec.Tenant. It returns (nil, nil)
 	// when it wrote both, the live record that holds the key when the key is
@@ -97,11 +100,11 @@ type Handler struct {
 	NewID  func() string
 }
 
-// NewHandler returns a Handler for oncecall's ticket functions with the
-// defaults filled in.
-func NewHandler(v Authenticator, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
+// NewHandler returns a Handler for oncecall's ticket functions over store
+// with the defaults filled in.
+func NewHandler(v Authenticator, store Store, logger *slog.Logger) *Handler {
 	return &Handler{
-		Verifier: v, Users: users, Store: store, Functions: ticket.Functions,
+		Verifier: v, Users: identity.NewDirectory(store, 30*time.Second, nil), Store: store, Functions: ticket.Functions,
 		Policies: idempotency.Policies{}, Retention: idempotency.DefaultRetention, Logger: logger,
 		Now: time.Now, NewID: ticket.NewID,
 	}

@@ -108,7 +108,9 @@ func benchHandler(store callback.Store) *callback.Handler {
 	users := identity.NewDirectory(nil, time.Hour, nil)
 	users.Remember(localdb.DemoUsers[0])
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	return callback.NewHandler(benchAcceptAnyNonce{}, users, store, logger)
+	h := callback.NewHandler(benchAcceptAnyNonce{}, store, logger)
+	h.Users = users
+	return h
 }
 
 // replayOf returns the cancellation DynamoDB sends when the benchmark body's

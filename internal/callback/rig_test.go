@@ -109,7 +109,8 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, r.clock), r.store, logger)
+	r.h = callback.NewHandler(v, r.store, logger)
+	r.h.Users = identity.NewDirectory(r.store, 30*time.Second, r.clock)
 	r.h.Now = r.clock
 	var srv http.Handler = httpapi.New(r.h, "")
 	if r.timeout > 0 {
