@@ -41,11 +41,11 @@ func TestCapacityIsMeasuredFromAnswers(t *testing.T) {
 	}
 	const plain, dest, inline = "oncecall, no destination", "oncecall, webhook destination", "oncecall, webhook destination, inline first attempt"
 	created := row(plain, "create_ticket, created")
-	if c := created.Total(); c.Reported != c.Requests || c.Total().Write <= 0 || c.Index().Write <= 0 || c.Total().Read != 0 {
-		t.Errorf("created call: %+v, want write units for the table and the lookup index from every answer", c)
+	if c := created.Total(); c.Reported != c.Requests || c.Total().Write <= 0 || c.Index().Write <= 0 || c.Table.Read != float64(created.Calls) {
+		t.Errorf("created call: %+v, want write units for the table and the lookup index from every answer, and one read unit per call (the user's record)", c)
 	}
-	if c := row(plain, "create_ticket, replay").Total(); c.Reported != 0 || c.Total().Write != 0 {
-		t.Errorf("replay: %+v, want answers without capacity and no write units", c)
+	if c := row(plain, "create_ticket, replay").Units["TransactWriteItems"]; c.Reported != 0 || c.Total().Write != 0 {
+		t.Errorf("replay's transactions: %+v, want answers without capacity and no write units", c)
 	}
 	if c := row(plain, "get_ticket").Total(); c.Total().Read <= 0 || c.Total().Write != 0 {
 		t.Errorf("get_ticket: %+v, want read units only", c)
@@ -67,10 +67,14 @@ func TestCapacityIsMeasuredFromAnswers(t *testing.T) {
 	if got := row(inline, "create_ticket, created and delivered").Total().Total().Write; got <= withDest {
 		t.Errorf("created and delivered inline: %v write units, want more than created alone (%v)", got, withDest)
 	}
-	for _, call := range []string{"user add", "user disable", "user list", "find -ticket", "find -op", "find -tenant", "delivery list", "delivery settle", "delivery recover"} {
+	for _, call := range []string{"user add", "user disable", "user delete", "user list", "find -ticket", "find -op", "find -tenant", "delivery list", "delivery settle", "delivery recover"} {
 		if c := row("oncecall-admin", call).Total(); c.Reported != c.Requests || c.Total() == (dynamo.Units{}) {
 			t.Errorf("%s: %+v, want units from every answer", call, c)
 		}
+	}
+	var targets strings.Builder
+	if err := capacityTargets(&targets, r.Rows); err != nil || strings.Count(targets.String(), "|yes-->") != 2 {
+		t.Errorf("capacity targets (%v):\n%s", err, targets.String())
 	}
 	table := CapacityTable(r.Rows)
 	if n := strings.Count(table, "\n"); n != len(r.Rows)+2 {
@@ -100,3 +104,4 @@ func TestSpliceReplacesOnlyItsSection(t *testing.T) {
 		t.Errorf("updated: %q", note)
 	}
 }
+

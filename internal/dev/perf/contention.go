@@ -60,7 +60,7 @@ type ContentionResult struct {
 // contentionHold): for each concurrency, one user's callers, then the
 // same callers spread over contentionUsers users, each for d. Then the
 // seed's burst: ten identical calls at once, five through each of two
-// services (two containers: their own caches and store clients), real
+// services (two containers: their own store clients), real
 // nonces at AIVAX's cost, bursts times.
 func Contention(ctx context.Context, st *Store, d time.Duration, bursts int) (ContentionResult, error) {
 	var r ContentionResult
@@ -205,10 +205,10 @@ func contentionPart(ctx context.Context, o Options, w *strings.Builder) error {
 		fmt.Fprintf(w, "| %d | %s | %s%% | %s | %s%% | **%s** | %d, %d |\n", p[0].Callers, ftoa(p[0].Rate(), 0), ftoa(100*p[0].BusyRate(), 2),
 			ftoa(p[1].Rate(), 0), ftoa(100*p[1].BusyRate(), 2), ftoa(ratio, 3), p[0].Cancelled, p[1].Cancelled)
 	}
-	fmt.Fprintf(w, "\nThe seed's burst, through two services of one store (each its own cache and store client, as two containers), real cost-%d nonces: ten identical calls at once, %d times: **%d of %d** ended 1 created and 9 deduplicated; %d answers busy in all.\n\n",
+	fmt.Fprintf(w, "\nThe seed's burst, through two services of one store (each its own store client, as two containers), real cost-%d nonces: ten identical calls at once, %d times: **%d of %d** ended 1 created and 9 deduplicated; %d answers busy in all.\n\n",
 		AIVAXCost, r.BurstRuns, r.BurstClean, r.BurstRuns, r.BurstBusy)
-	target(w, "one user's creates/s ÷ spread over 256 users, worst of 16/64/256 callers", ftoa(worst, 3), "≥ 0.9", worst >= 0.9)
-	target(w, "busy answers under the conflict rule, worst run", ftoa(100*worstBusy, 2)+"%", "≤ 0.1%", worstBusy <= 0.001)
+	target(w, "one user's creates/s ÷ spread over 256 users, worst of 16/64/256 callers", ftoa(worst, 3), "≥ 0.95", worst >= 0.95)
+	target(w, "busy answers under the conflict rule, worst run", ftoa(100*worstBusy, 2)+"%", "0", worstBusy == 0)
 	target(w, "the seed's burst: 1 created + 9 deduplicated, 0 busy", fmt.Sprintf("%d of %d", r.BurstClean, r.BurstRuns), "every run", r.BurstClean == r.BurstRuns && r.BurstBusy == 0)
 	return nil
 }

@@ -189,8 +189,8 @@ func (s *Service) Close() error {
 	return err
 }
 
-// Prune deletes every item of table but the users (their records and the
-// copies of their grants), through the uncounted port, between timed
+// Prune deletes every item of table but the users' records, through the
+// uncounted port, between timed
 // samples, never during one, so that every sample meets a table of the
 // same size whatever came before it.
 func (s *Store) Prune(ctx context.Context, table string) error {
@@ -205,7 +205,7 @@ func (s *Store) Prune(ctx context.Context, table string) error {
 		}
 		for _, item := range out.Items {
 			pk, _ := item[dynamo.PartitionKey].(*types.AttributeValueMemberS)
-			if pk == nil || strings.HasPrefix(pk.Value, "user#") || strings.HasPrefix(pk.Value, "grant#") {
+			if pk == nil || strings.HasPrefix(pk.Value, "user#") {
 				continue
 			}
 			if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table,

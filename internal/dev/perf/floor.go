@@ -87,7 +87,7 @@ func Floor(ctx context.Context, st *Store, n int, budget time.Duration) ([]Floor
 		return t1.Sub(t0), t2.Sub(t1), nil
 	}
 
-	// Warm up: connections, the user cache, code paths.
+	// Warm up: connections, code paths.
 	for i := range 3 {
 		if _, err := client.Expect(svc.URL, CreateBody("user-a", "warm-"+strconv.Itoa(i)), "created"); err != nil {
 			return nil, err
