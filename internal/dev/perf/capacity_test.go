@@ -105,3 +105,15 @@ func TestSpliceReplacesOnlyItsSection(t *testing.T) {
 	}
 }
 
+// TestRetargetSummarizesEverySection checks -update's targets table: it is
+// rebuilt from the markers of the sections as they now are, a spliced
+// section's rows replacing the old ones.
+func TestRetargetSummarizesEverySection(t *testing.T) {
+	doc := "# r\n\n## Targets\n\n| Target | Measured | Goal | Met |\n|---|---|---|---|\n| a | 1 | ≤ 2 | yes |\n| b | 9 | ≤ 5 | **no** |\n\n## A\n\n<!--target|a|1|≤ 2|yes-->\n\n## B\n\n<!--target|b|9|≤ 5|**no**-->\n"
+	doc = splice(doc, "## B\n\n<!--target|b|4|≤ 5|yes-->\n<!--target|c|0|0|yes-->\n\n")
+	got := retarget(doc)
+	want := "# r\n\n## Targets\n\n| Target | Measured | Goal | Met |\n|---|---|---|---|\n| a | 1 | ≤ 2 | yes |\n| b | 4 | ≤ 5 | yes |\n| c | 0 | 0 | yes |\n\n## A\n\n"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("retarget:\n%q\nwant it to start\n%q", got, want)
+	}
+}
