@@ -59,14 +59,7 @@ func (t *tool) wait(ctx context.Context, d time.Duration) error {
 	if t.sleep != nil {
 		return t.sleep(ctx, d)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
+	return dynamo.Sleep(ctx, d)
 }
 
 // command is one command of the tool.

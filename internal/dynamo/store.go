@@ -83,14 +83,16 @@ func WithLogger(l *slog.Logger) Option {
 
 // New returns a Store on table.
 func New(api API, table string, opts ...Option) *Store {
-	s := &Store{api: api, table: table, now: time.Now, sleep: sleep}
+	s := &Store{api: api, table: table, now: time.Now, sleep: Sleep}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends, with ctx's error then: a Store's wait
+// between attempts unless WithSleep says otherwise.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -503,9 +505,7 @@ func (s *Store) addUser(ctx context.Context, u identity.User) (*UserRecord, erro
 		return nil, ErrNoFunctions
 	}
 	item := userItem(u)
-	attempts := 0
-	err := s.retry(ctx, func() error {
-		attempts++
+	attempts, current, err := s.writeUser(ctx, u.ExternalID, func() error {
 		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: &s.table, Item: item,
 			ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
@@ -514,28 +514,15 @@ func (s *Store) addUser(ctx context.Context, u identity.User) (*UserRecord, erro
 		})
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
+	switch {
+	case err != nil || !current.refused:
 		return nil, err
-	}
-	current := ccf.Item
-	if len(current) == 0 {
-		// Stores that omit the item: read it.
-		if current, err = s.get(ctx, userKey(u.ExternalID)); err != nil {
-			return nil, err
-		}
-		if current == nil {
-			// Deleted since: nothing of this call's is there.
-			return nil, fmt.Errorf("%w (and deleted since)", ErrUserExists)
-		}
-	}
-	r, err := decodeUserRecord(current, u.ExternalID)
-	if err != nil {
-		return nil, err
-	}
-	if attempts > 1 && sameUserRecord(r, UserRecord{User: u}) {
+	case current.record == nil:
+		// Deleted since: nothing of this call's is there.
+		return nil, fmt.Errorf("%w (and deleted since)", ErrUserExists)
+	case attempts > 1 && sameUserRecord(*current.record, UserRecord{User: u}):
 		// An earlier attempt wrote it and its answer was lost.
 		return nil, nil
 	}
-	return &r, ErrUserExists
+	return current.record, ErrUserExists
 }

@@ -200,13 +200,7 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 	if len(set) == 3 {
 		return read, nil
 	}
-	cond := "attribute_exists(#pk) AND #tenant = :tenant AND "
-	if read.Version == 0 {
-		cond += "attribute_not_exists(#ver)"
-	} else {
-		cond += "#ver = :read"
-		values[":read"] = numAV(read.Version)
-	}
+	cond := "attribute_exists(#pk) AND #tenant = :tenant AND " + atVersion(read.Version, values)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           &a.table,
 		Key:                                 userKey(read.ExternalID),
@@ -217,38 +211,72 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	next := UserRecord{User: to, Version: read.Version + 1}
-	attempts := 0
-	err := a.store.retry(ctx, func() error {
-		attempts++
+	attempts, current, err := a.store.writeUser(ctx, read.ExternalID, func() error {
 		_, err := a.api.UpdateItem(ctx, in)
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		if err != nil {
-			return UserRecord{}, err
-		}
-		return next, nil
-	}
-	item := ccf.Item
-	if len(item) == 0 {
-		// Stores that omit the item (and a deleted record): read it.
-		if item, err = a.store.get(ctx, userKey(read.ExternalID)); err != nil {
-			return UserRecord{}, err
-		}
-		if item == nil {
-			return UserRecord{}, identity.ErrUnknown
-		}
-	}
-	current, err := decodeUserRecord(item, read.ExternalID)
-	if err != nil {
+	switch {
+	case err != nil:
 		return UserRecord{}, err
+	case !current.refused:
+		return next, nil
+	case current.record == nil:
+		return UserRecord{}, identity.ErrUnknown
 	}
-	if attempts > 1 && sameUserRecord(current, next) {
+	if attempts > 1 && sameUserRecord(*current.record, next) {
 		// An earlier attempt committed and its answer was lost.
 		return next, nil
 	}
-	return UserRecord{}, &ConflictError{Read: read.Version, Current: &current}
+	return UserRecord{}, &ConflictError{Read: read.Version, Current: current.record}
+}
+
+// atVersion is the condition that a record is still at version v, with
+// its value set in values: a record no change has touched has no version.
+func atVersion(v int64, values map[string]types.AttributeValue) string {
+	if v == 0 {
+		return "attribute_not_exists(#ver)"
+	}
+	values[":read"] = numAV(v)
+	return "#ver = :read"
+}
+
+// refusal is what a conditional write of a user record met.
+type refusal struct {
+	// refused is true when the condition failed; record is the record as
+	// it is then, nil when there is none.
+	refused bool
+	record  *UserRecord
+}
+
+// writeUser sends one conditional write of the record of id (send), tried
+// again as retry tries it, and returns how many attempts it made and, when
+// the condition failed, the record as it is now: from the failure, or read
+// for stores that omit it. A refusal with attempts above 1 may be the
+// write meeting its own earlier attempt, whose answer was lost.
+func (s *Store) writeUser(ctx context.Context, id string, send func() error) (int, refusal, error) {
+	attempts := 0
+	err := s.retry(ctx, func() error {
+		attempts++
+		return send()
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return attempts, refusal{}, err
+	}
+	item := ccf.Item
+	if len(item) == 0 {
+		if item, err = s.get(ctx, userKey(id)); err != nil {
+			return attempts, refusal{}, err
+		}
+	}
+	if len(item) == 0 {
+		return attempts, refusal{refused: true}, nil
+	}
+	r, err := decodeUserRecord(item, id)
+	if err != nil {
+		return attempts, refusal{}, err
+	}
+	return attempts, refusal{refused: true, record: &r}, nil
 }
 
 func sameUserRecord(a, b UserRecord) bool {
@@ -264,49 +292,28 @@ func sameUserRecord(a, b UserRecord) bool {
 // is success. Nothing else holds a copy of the user, so deleting its
 // record by any other means takes its access away as well.
 func (a *Admin) DeleteUser(ctx context.Context, read UserRecord) error {
-	names := map[string]string{"#pk": PartitionKey, "#ver": attrUserVersion}
-	cond := "attribute_exists(#pk) AND "
 	values := map[string]types.AttributeValue{}
-	if read.Version == 0 {
-		cond += "attribute_not_exists(#ver)"
-	} else {
-		cond += "#ver = :read"
-		values[":read"] = numAV(read.Version)
-	}
 	in := &dynamodb.DeleteItemInput{
 		TableName: &a.table, Key: userKey(read.ExternalID),
-		ConditionExpression: aws.String(cond), ExpressionAttributeNames: names,
+		ConditionExpression:                 aws.String("attribute_exists(#pk) AND " + atVersion(read.Version, values)),
+		ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey, "#ver": attrUserVersion},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if len(values) > 0 {
 		in.ExpressionAttributeValues = values
 	}
-	attempts := 0
-	err := a.store.retry(ctx, func() error {
-		attempts++
+	attempts, current, err := a.store.writeUser(ctx, read.ExternalID, func() error {
 		_, err := a.api.DeleteItem(ctx, in)
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
+	switch {
+	case err != nil || !current.refused:
 		return err
+	case current.record != nil:
+		return &ConflictError{Read: read.Version, Current: current.record}
+	case attempts > 1:
+		// An earlier attempt deleted it and its answer was lost.
+		return nil
 	}
-	item := ccf.Item
-	if len(item) == 0 {
-		if item, err = a.store.get(ctx, userKey(read.ExternalID)); err != nil {
-			return err
-		}
-	}
-	if len(item) == 0 {
-		if attempts > 1 {
-			// An earlier attempt deleted it and its answer was lost.
-			return nil
-		}
-		return identity.ErrUnknown
-	}
-	current, err := decodeUserRecord(item, read.ExternalID)
-	if err != nil {
-		return err
-	}
-	return &ConflictError{Read: read.Version, Current: &current}
+	return identity.ErrUnknown
 }
