@@ -142,7 +142,7 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 	r.Oncecall = &side{name: "oncecall", url: svc.URL, table: svc.Table}
 	r.Powertools = &side{name: "Powertools", url: peerURL, table: PeerTable}
 	sides := []*side{r.Oncecall, r.Powertools}
-	client := NewClient("")
+	client := NewClient(UncheckedNonce)
 	defer client.Close()
 
 	// Both answer the same callbacks the same way before anything is timed.
