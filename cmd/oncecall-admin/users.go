@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
@@ -231,6 +234,10 @@ func (s *session) waitRevoked(ctx context.Context, id string, wait bool) (*float
 	}
 	fmt.Fprintf(s.tool.stderr, "oncecall-admin: waiting %s: a call of %s that read its earlier record may still create a ticket or show a stored result until its deadline (%s), and a write it sent may still land up to %s after that (-no-wait returns at once)\n",
 		revocationWait, id, callback.Deadline, callback.LateWriteMargin)
+	// Ctrl-C during the wait ends it with the message below rather than
+	// ending the tool without a word.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if err := s.tool.wait(ctx, revocationWait); err != nil {
 		return nil, fmt.Errorf("the change is written, but the wait for the calls that read the earlier record was cut short (%w): run the same command again, which waits again", err)
 	}
