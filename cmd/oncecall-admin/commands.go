@@ -44,14 +44,14 @@ var commands = []*command{
 		store:    true, change: true, bind: userGrant,
 	},
 	{
-		name: "user revoke", summary: "take one function from a user (never the last: disable the user instead)",
-		synopsis: "-id ID -function F [-version N] [target flags] [-operator NAME] [-json]",
+		name: "user revoke", summary: "take one function from a user (never the last: disable the user instead); returns once no call that read the earlier record can still use it (-no-wait: at once)",
+		synopsis: "-id ID -function F [-version N] [-no-wait] [target flags] [-operator NAME] [-json]",
 		example:  "user revoke -id user-a -function create_ticket -operator alice",
 		store:    true, change: true, bind: userRevoke,
 	},
 	{
-		name: "user disable", summary: "refuse every call of a user; functions and name are kept",
-		synopsis: "-id ID [-version N] [target flags] [-operator NAME] [-json]",
+		name: "user disable", summary: "refuse every call of a user; functions and name are kept; returns once no call that read the earlier record can still create a ticket or show a stored result (-no-wait: at once)",
+		synopsis: "-id ID [-version N] [-no-wait] [target flags] [-operator NAME] [-json]",
 		example:  "user disable -id user-f -operator alice\nuser disable -id user-f -version 3 -operator alice",
 		store:    true, change: true, bind: userSetActive(false),
 	},
@@ -68,10 +68,10 @@ var commands = []*command{
 		store:    true, change: true, bind: userRename,
 	},
 	{
-		name: "user sync-grants", summary: "give every user the copies of its grant that its calls check (once, after upgrading a table written before they existed); scans the table",
-		synopsis: "[target flags] [-operator NAME] [-json]",
-		example:  "user sync-grants -operator alice",
-		store:    true, change: true, bind: userSyncGrants,
+		name: "user delete", summary: "delete a user: every call is refused as unknown; returns once no call that read the earlier record can still create a ticket or show a stored result (-no-wait: at once)",
+		synopsis: "-id ID [-version N] [-no-wait] [target flags] [-operator NAME] [-json]",
+		example:  "user delete -id user-f -operator alice\nuser delete -id user-f -version 4 -no-wait -json -operator alice",
+		store:    true, change: true, bind: userDelete,
 	},
 	{
 		name: "find", summary: "an operation, its ticket and the ticket's delivery with its audit, by ticket id, operation key, or tenant + request id",
@@ -104,6 +104,12 @@ var commands = []*command{
 		synopsis: "[target flags] [-operator NAME] [-json]",
 		example:  "table create\ntable create -aws -table oncecall-Table-ABC123 -region eu-west-1",
 		store:    true, change: true, anyone: true, bind: tableCreate,
+	},
+	{
+		name: "table remove-grant-copies", summary: "delete the copies of users' grants that versions before this one kept beside each user (no call reads them); scans the table",
+		synopsis: "[target flags] [-operator NAME] [-json]",
+		example:  "table remove-grant-copies\ntable remove-grant-copies -aws -table oncecall-Table-ABC123 -region eu-west-1",
+		store:    true, change: true, anyone: true, bind: tableRemoveGrantCopies,
 	},
 	{
 		name: "nonce", summary: "print a fresh X-Request-Nonce: a BCrypt hash of the hook key",

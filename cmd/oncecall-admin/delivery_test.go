@@ -786,19 +786,3 @@ func TestRecoverStrandedDeliveries(t *testing.T) {
 		t.Fatalf("still stranded: %s", again.stdout)
 	}
 }
-
-// TestUserSyncGrants: the command gives every user its grant copies and
-// says how many, with a change line.
-func TestUserSyncGrants(t *testing.T) {
-	d := newDesk(t)
-	res := d.must(exitOK, "user", "sync-grants", "-json")
-	var out struct {
-		Users int `json:"users"`
-	}
-	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.Users != len(localdb.DemoUsers) {
-		t.Fatalf("sync-grants: %s (%v), want %d users", res.stdout, err, len(localdb.DemoUsers))
-	}
-	if !strings.Contains(res.stderr, `"action":"user.sync_grants"`) {
-		t.Fatalf("no change line: %s", res.stderr)
-	}
-}

@@ -51,6 +51,11 @@ type rig struct {
 	clock func() time.Time
 	// sts, when set, establishes who makes a change, as STS does on AWS.
 	sts callerIdentityAPI
+	// waits are the waits the tool made, which it skips unless realWait;
+	// sleepErr, when set, cuts each one short with that error.
+	waits    []time.Duration
+	realWait bool
+	sleepErr error
 }
 
 func newRig(t *testing.T) *rig {
@@ -81,6 +86,12 @@ func (r *rig) run(args ...string) result {
 		getenv:        func(k string) string { return r.vars[k] },
 		localEndpoint: r.local, pageSize: r.pageSize,
 		now: now, sts: r.sts,
+	}
+	if !r.realWait {
+		tl.sleep = func(_ context.Context, d time.Duration) error {
+			r.waits = append(r.waits, d)
+			return r.sleepErr
+		}
 	}
 	code := tl.run(args)
 	return result{code, out.String(), errOut.String()}

@@ -93,7 +93,7 @@ type server struct {
 
 // serverVars are the settings the started server must not inherit from
 // the test's environment: it runs with what the README's make line sets.
-var serverVars = regexp.MustCompile(`^(TABLE_NAME|DYNAMODB_ENDPOINT|HOOK_KEY.*|NONCE_MAX_COST|RETENTION|KEY_POLICY|USER_CACHE_TTL|LOG_LEVEL|PUBLIC_URL|METRICS.*|DESTINATION.*|ZENDESK.*|DELIVERY_.*)=`)
+var serverVars = regexp.MustCompile(`^(TABLE_NAME|DYNAMODB_ENDPOINT|HOOK_KEY.*|NONCE_MAX_COST|RETENTION|KEY_POLICY|LOG_LEVEL|PUBLIC_URL|METRICS.*|DESTINATION.*|ZENDESK.*|DELIVERY_.*)=`)
 
 func startServer(t *testing.T, bin string, env []string) *server {
 	t.Helper()

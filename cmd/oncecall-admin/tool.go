@@ -47,6 +47,19 @@ type tool struct {
 	// sts, when not nil, establishes who makes a change whatever the
 	// target (tests); nil: STS on AWS, the operator's name elsewhere.
 	sts callerIdentityAPI
+	// sleep, when not nil, is how the tool waits (tests record the
+	// waits); nil: a timer.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// wait waits d, or until ctx ends (its error then). Waits are measured on
+// this machine's monotonic clock, never compared with a time another
+// machine wrote.
+func (t *tool) wait(ctx context.Context, d time.Duration) error {
+	if t.sleep != nil {
+		return t.sleep(ctx, d)
+	}
+	return dynamo.Sleep(ctx, d)
 }
 
 // command is one command of the tool.
@@ -173,6 +186,8 @@ func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 var removedCommands = map[string]string{
 	"user put":   "user put was removed: it replaced the whole record (wiping the name, granting functions nobody asked for). Use user add to create a user, and user grant, revoke, disable, enable or rename to change one field",
 	"ticket get": "ticket get was replaced by find -ticket ID, which shows the operation too",
+	"user sync-grants": "user sync-grants was removed: every call reads the user's record itself, and no copy of a grant is kept or read. " +
+		"table remove-grant-copies deletes the copies an earlier version wrote",
 }
 
 // invocation is a parsed command line.

@@ -6,9 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strconv"
+	"syscall"
+	"time"
 
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
 )
@@ -135,7 +140,15 @@ func userAdd(fs *flag.FlagSet) action {
 			u := identity.User{ExternalID: *id, Tenant: *tenant, Name: *name, Active: !*disabled, Functions: fns}
 			r, err := s.admin.AddUser(ctx, u)
 			if errors.Is(err, dynamo.ErrUserExists) {
-				return conflict("user %s already exists at %s: nothing written. user add only creates; change one field with user grant, revoke, disable, enable or rename", *id, s.target)
+				if r.ExternalID == "" || !sameUser(r.User, u) {
+					return conflict("user %s already exists at %s: nothing written. user add only creates; change one field with user grant, revoke, disable, enable or rename", *id, s.target)
+				}
+				// Exactly as asked (an add run again): nothing to do.
+				v := viewUser(r)
+				return s.emit(changed{Changed: false, User: v}, func(tw io.Writer) {
+					fmt.Fprintf(tw, "user %s already exists at %s exactly as asked; nothing changed\n", *id, s.target)
+					userRows(tw, v)
+				})
 			}
 			if err != nil {
 				return err
@@ -150,11 +163,21 @@ func userAdd(fs *flag.FlagSet) action {
 	}
 }
 
+// sameUser reports whether a and b are the same user, field for field
+// (functions as a set).
+func sameUser(a, b identity.User) bool {
+	return a.ExternalID == b.ExternalID && a.Tenant == b.Tenant && a.Name == b.Name && a.Active == b.Active &&
+		slices.Equal(slices.Sorted(slices.Values(a.Functions)), slices.Sorted(slices.Values(b.Functions)))
+}
+
 // changed is what a user change prints with -json.
 type changed struct {
 	// Changed is false when the record already was as asked.
 	Changed bool     `json:"changed"`
 	User    userView `json:"user"`
+	// WaitedSeconds, for a change that takes access away, is how long the
+	// command waited before it returned (revocationWait, 0 with -no-wait).
+	WaitedSeconds *float64 `json:"waited_seconds,omitempty"`
 }
 
 // userEdit changes one field of u, the record as read. It returns the
@@ -162,12 +185,14 @@ type changed struct {
 // change.
 type userEdit func(u *identity.User) (field string, before, after any, err error)
 
-// userChange declares -id and -version, and runs edit on the record read,
-// writing it back conditional on that read.
-func userChange(fs *flag.FlagSet, verb string, edit func(id string) userEdit, check func() error) action {
+// userChange declares -id and -version (and, for a change that takes
+// access away, -no-wait), and runs edit on the record read, writing it
+// back conditional on that read.
+func userChange(fs *flag.FlagSet, verb string, takes bool, edit func(id string) userEdit, check func() error) action {
 	id := fs.String("id", "", "the user's id (required)")
 	var version versionFlag
 	fs.Var(&version, "version", "change only if the record is still at version `N` (as user get showed it)")
+	noWait := declareNoWait(fs, takes)
 	return action{
 		check: func() error {
 			if err := checkUserID(*id); err != nil {
@@ -179,9 +204,58 @@ func userChange(fs *flag.FlagSet, verb string, edit func(id string) userEdit, ch
 			return nil
 		},
 		run: func(ctx context.Context, s *session) error {
-			return s.changeUser(ctx, *id, version, verb, edit(*id))
+			return s.changeUser(ctx, *id, version, verb, edit(*id), takes, !*noWait)
 		},
 	}
+}
+
+// declareNoWait declares -no-wait on a command that takes access away
+// (takes) and returns it; false for any other.
+func declareNoWait(fs *flag.FlagSet, takes bool) *bool {
+	if !takes {
+		return new(bool)
+	}
+	return fs.Bool("no-wait", false, fmt.Sprintf("return as soon as the change is written, without waiting %s for the calls that read the user's earlier record to end (scripts that accept that window)", revocationWait))
+}
+
+// revocationWait is how long a change that takes access away waits before
+// it returns (callback.RevocationWait).
+const revocationWait = callback.RevocationWait
+
+// waitRevoked waits until no call of user id that read its record before
+// the change can still create a ticket or show a stored result, saying
+// on standard error what it waits for and how long; with wait false it
+// says what it did not wait for. It returns the seconds waited, for -json.
+func (s *session) waitRevoked(ctx context.Context, id string, wait bool) (*float64, error) {
+	waited := 0.0
+	if !wait {
+		fmt.Fprintf(s.tool.stderr, "oncecall-admin: not waiting (-no-wait): for up to %s a call of %s that read its earlier record may still create a ticket or show a stored result\n", revocationWait, id)
+		return &waited, nil
+	}
+	fmt.Fprintf(s.tool.stderr, "oncecall-admin: waiting %s: a call of %s that read its earlier record may still create a ticket or show a stored result until its deadline (%s), and a write it sent may still land up to %s after that (-no-wait returns at once)\n",
+		revocationWait, id, callback.Deadline, callback.LateWriteMargin)
+	// Ctrl-C during the wait ends it with the message below rather than
+	// ending the tool without a word.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := s.tool.wait(ctx, revocationWait); err != nil {
+		return nil, fmt.Errorf("the change is written, but the wait for the calls that read the earlier record was cut short (%w): run the same command again, which waits again", err)
+	}
+	waited = revocationWait.Seconds()
+	return &waited, nil
+}
+
+// afterWait is the line a change that takes access away prints once it
+// returns.
+func afterWait(w io.Writer, id string, waited *float64) {
+	if waited == nil {
+		return
+	}
+	if *waited == 0 {
+		fmt.Fprintf(w, "%s: not waited (-no-wait): calls that read the earlier record may still create a ticket or show a stored result for up to %s\n", id, revocationWait)
+		return
+	}
+	fmt.Fprintf(w, "%s: no call that read the earlier record can create a ticket or show a stored result any more (waited %s)\n", id, time.Duration(*waited*float64(time.Second)))
 }
 
 func (s *session) readUser(ctx context.Context, id string) (dynamo.UserRecord, error) {
@@ -192,7 +266,12 @@ func (s *session) readUser(ctx context.Context, id string) (dynamo.UserRecord, e
 	return r, err
 }
 
-func (s *session) changeUser(ctx context.Context, id string, version versionFlag, verb string, edit userEdit) error {
+// changeUser makes one change to user id. When the change takes access
+// away (takes), once the record says what was asked, written now or found
+// so (an earlier run of the same command may have been cut short before
+// its wait), the command waits revocationWait before it returns, unless
+// not to wait.
+func (s *session) changeUser(ctx context.Context, id string, version versionFlag, verb string, edit userEdit, takes, wait bool) error {
 	w, err := s.whoAmI(ctx)
 	if err != nil {
 		return err
@@ -228,14 +307,21 @@ func (s *session) changeUser(ctx context.Context, id string, version versionFlag
 	if did {
 		s.logChange(w, "user."+verb, id, field, before, after, next.Version)
 	}
+	var waited *float64
+	if takes {
+		if waited, err = s.waitRevoked(ctx, id, wait); err != nil {
+			return err
+		}
+	}
 	v := viewUser(next)
 	label := printedField(field)
-	return s.emit(changed{Changed: did, User: v}, func(tw io.Writer) {
+	return s.emit(changed{Changed: did, User: v, WaitedSeconds: waited}, func(tw io.Writer) {
 		if did {
 			fmt.Fprintf(tw, "%s: %s %v -> %v (version %d -> %d)\n", id, label, show(before), show(after), read.Version, next.Version)
 		} else {
 			fmt.Fprintf(tw, "%s: %s already %v; nothing changed\n", id, label, show(after))
 		}
+		afterWait(tw, id, waited)
 		userRows(tw, v)
 	})
 }
@@ -265,7 +351,7 @@ func show(v any) string {
 
 func userGrant(fs *flag.FlagSet) action {
 	fn := fs.String("function", "", "the function to grant (required): "+functionNames())
-	return userChange(fs, "grant", func(string) userEdit {
+	return userChange(fs, "grant", false, func(string) userEdit {
 		return func(u *identity.User) (string, any, any, error) {
 			before := slices.Sorted(slices.Values(u.Functions))
 			if !slices.Contains(u.Functions, *fn) {
@@ -278,7 +364,7 @@ func userGrant(fs *flag.FlagSet) action {
 
 func userRevoke(fs *flag.FlagSet) action {
 	fn := fs.String("function", "", "the function to revoke (required): "+functionNames())
-	return userChange(fs, "revoke", func(id string) userEdit {
+	return userChange(fs, "revoke", true, func(id string) userEdit {
 		return func(u *identity.User) (string, any, any, error) {
 			before := slices.Sorted(slices.Values(u.Functions))
 			if slices.Contains(u.Functions, *fn) && len(u.Functions) == 1 {
@@ -296,7 +382,7 @@ func userSetActive(active bool) func(fs *flag.FlagSet) action {
 		verb = "enable"
 	}
 	return func(fs *flag.FlagSet) action {
-		return userChange(fs, verb, func(string) userEdit {
+		return userChange(fs, verb, !active, func(string) userEdit {
 			return func(u *identity.User) (string, any, any, error) {
 				before := u.Active
 				u.Active = active
@@ -308,7 +394,7 @@ func userSetActive(active bool) func(fs *flag.FlagSet) action {
 
 func userRename(fs *flag.FlagSet) action {
 	name := fs.String("name", "", "the new display name (required)")
-	return userChange(fs, "rename", func(string) userEdit {
+	return userChange(fs, "rename", false, func(string) userEdit {
 		return func(u *identity.User) (string, any, any, error) {
 			before := u.Name
 			u.Name = *name
@@ -322,23 +408,79 @@ func userRename(fs *flag.FlagSet) action {
 	})
 }
 
-func userSyncGrants(*flag.FlagSet) action {
+func userDelete(fs *flag.FlagSet) action {
+	id := fs.String("id", "", "the user's id (required)")
+	var version versionFlag
+	fs.Var(&version, "version", "delete only if the record is still at version `N` (as user get showed it)")
+	noWait := declareNoWait(fs, true)
+	return action{
+		check: func() error { return checkUserID(*id) },
+		run: func(ctx context.Context, s *session) error {
+			w, err := s.whoAmI(ctx)
+			if err != nil {
+				return err
+			}
+			read, err := s.admin.User(ctx, *id)
+			if errors.Is(err, identity.ErrUnknown) {
+				// Nothing to delete; but an earlier delete of the user may
+				// have been cut short before its wait: wait all the same.
+				if _, err := s.waitRevoked(ctx, *id, !*noWait); err != nil {
+					return err
+				}
+				return notFound("no user %s at %s: nothing deleted (deleted already, or never added)", *id, s.target)
+			}
+			if err != nil {
+				return err
+			}
+			if version.set && read.Version != version.v {
+				return conflict("user %s is at version %d, not %d as -version says: it changed since you read it. Nothing deleted; read it again (user get -id %s) and delete it if that still applies", *id, read.Version, version.v, *id)
+			}
+			err = s.admin.DeleteUser(ctx, read)
+			var ce *dynamo.ConflictError
+			deleted := err == nil
+			switch {
+			case errors.As(err, &ce):
+				return conflict("user %s changed while this command ran (read at version %d): nothing deleted; read it again (user get -id %s) and delete it if that still applies", *id, read.Version, *id)
+			case errors.Is(err, identity.ErrUnknown):
+				// Deleted by someone else meanwhile: it is gone all the same.
+			case err != nil:
+				return err
+			default:
+				s.logChange(w, "user.delete", *id, "", viewUser(read), nil, read.Version)
+			}
+			waited, err := s.waitRevoked(ctx, *id, !*noWait)
+			if err != nil {
+				return err
+			}
+			v := viewUser(read)
+			return s.emit(changed{Changed: deleted, User: v, WaitedSeconds: waited}, func(tw io.Writer) {
+				fmt.Fprintf(tw, "deleted user %s (version %d) from %s; every call of %s is refused as unknown\n", *id, read.Version, s.target, *id)
+				afterWait(tw, *id, waited)
+				userRows(tw, v)
+			})
+		},
+	}
+}
+
+func tableRemoveGrantCopies(*flag.FlagSet) action {
 	return action{
 		run: func(ctx context.Context, s *session) error {
 			w, err := s.whoAmI(ctx)
 			if err != nil {
 				return err
 			}
-			n, err := s.admin.SyncGrants(ctx)
-			if err != nil {
-				return err
-			}
+			n, err := s.admin.RemoveGrantCopies(ctx)
 			out := struct {
-				Users int `json:"users"`
+				Removed int `json:"removed"`
 			}{n}
-			s.logChange(w, "user.sync_grants", "", "", nil, out, 0)
+			if n > 0 {
+				s.logChange(w, "table.remove_grant_copies", "", "", nil, out, 0)
+			}
+			if err != nil {
+				return fmt.Errorf("removed %d copies, then: %w (run the same command again: it removes what is left)", n, err)
+			}
 			return s.emit(out, func(tw io.Writer) {
-				fmt.Fprintf(tw, "gave %d users of %s the copies of their grant\n", n, s.target)
+				fmt.Fprintf(tw, "removed %d copies of users' grants from %s; no call reads them\n", n, s.target)
 			})
 		},
 	}

@@ -92,8 +92,11 @@ func TestTemplateFunction(t *testing.T) {
 	if fn.MemorySize == nil || *fn.MemorySize != 1769 {
 		t.Errorf("MemorySize = %v, want 1769", fn.MemorySize)
 	}
-	if fn.Timeout == nil || *fn.Timeout < 3 || *fn.Timeout > 29 {
-		t.Errorf("Timeout = %v, want a few seconds under API Gateway's 30 s", fn.Timeout)
+	// The handler's own deadline (callback.Deadline), which bounds what a
+	// revocation waits for (callback.RevocationWait), is the function's
+	// timeout: a few seconds under API Gateway's 30 s.
+	if fn.Timeout == nil || time.Duration(*fn.Timeout)*time.Second != callback.Deadline || *fn.Timeout < 3 || *fn.Timeout > 29 {
+		t.Errorf("Timeout = %v, want callback.Deadline, %v: what oncecall-admin waits for after a revocation", fn.Timeout, callback.Deadline)
 	}
 	if fn.Role == nil || *fn.Role != "getatt:CallbackRole.Arn" {
 		t.Errorf("Role = %v, want the template's own CallbackRole", fn.Role)
@@ -396,9 +399,9 @@ func TestTemplateOutputs(t *testing.T) {
 }
 
 // callbackCalls are the store calls the callback makes (dynamo.Store's
-// Create, Get, GetUser and the replay's consistent read): the create
-// transaction, the read transaction and GetItem.
-var callbackCalls = []samtest.StoreCall{{Method: "TransactWriteItems"}, {Method: "TransactGetItems"}, {Method: "GetItem"}}
+// LoadUser, Create, ReadTicket and the replay's reads): the create
+// transaction and GetItem.
+var callbackCalls = []samtest.StoreCall{{Method: "TransactWriteItems"}, {Method: "GetItem"}}
 
 // inlineCalls are what an inline first attempt adds (dynamo.Store's Lease
 // and Finish; a refused lease without the item reads it with GetItem).
@@ -412,15 +415,13 @@ const (
 
 // callbackTableGrants are the callback's grants on the table, each
 // conditioned on the partition keys (dynamodb:LeadingKeys) of the items
-// it is for: it writes operations and tickets, only checks grants (and,
-// on a table not yet given copies of the grants, users), reads all four;
+// it is for: it writes operations and tickets and reads them and users;
 // an inline first attempt updates tickets.
 func callbackTableGrants(inline bool) map[samtest.Grant]bool {
 	const table = "getatt:Table.Arn"
 	out := map[samtest.Grant]bool{
-		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*,ticket#*"}:                true,
-		{Action: "dynamodb:ConditionCheckItem", Resource: table, Keys: "grant#*,user#*"}:    true,
-		{Action: "dynamodb:GetItem", Resource: table, Keys: "grant#*,op#*,ticket#*,user#*"}: true,
+		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*,ticket#*"}:        true,
+		{Action: "dynamodb:GetItem", Resource: table, Keys: "op#*,ticket#*,user#*"}: true,
 	}
 	if inline {
 		// The worker's update, on the delivery's own attributes only and

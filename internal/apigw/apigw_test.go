@@ -20,7 +20,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
@@ -66,7 +65,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h = callback.NewHandler(v, identity.NewDirectory(f.store, 30*time.Second, nil), f.store, nil)
+	f.h = callback.NewHandler(v, f.store, nil)
 	f.api = httpapi.New(f.h, "")
 	f.gw = apigw.New(f.api)
 	return f

@@ -23,7 +23,6 @@ import (
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -59,7 +58,7 @@ func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, outbox
 	if err != nil {
 		return nil, err
 	}
-	h := callback.NewHandler(v, identity.NewDirectory(store, cfg.UserCacheTTL, nil), store, logger)
+	h := callback.NewHandler(v, store, logger)
 	h.Policies = cfg.Policies
 	h.Retention = cfg.Retention
 	if outbox != nil {

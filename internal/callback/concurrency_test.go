@@ -10,7 +10,7 @@ import (
 )
 
 // TestMixedConcurrentRun runs the mixed plan against the handler in this
-// process, so that the race detector watches the handler, the user cache
+// process, so that the race detector watches the handler, its user reads
 // and the store client under concurrent calls; the answers are compared
 // with the store. BCrypt under the race detector is slow, so this run is
 // smaller than the 1,000-call run against the server binary in

@@ -23,7 +23,7 @@ func TestSeedBurstUnderTheConflictRule(t *testing.T) {
 	var proxy *dynamotest.Proxy
 	r := newRig(t, viaProxy(&proxy), withRealSleep())
 	proxy.Conflicts = &dynamotest.Conflicts{Hold: contentionHold}
-	r.call(create("user-a", "warm-up", signIn)) // caches alice
+	r.call(create("user-a", "warm-up", signIn))
 	const rounds, calls = 5, 10
 	for round := range rounds {
 		rid := fmt.Sprintf("burst-%d", round)
@@ -62,7 +62,7 @@ func TestUserChangeUnderAFlood(t *testing.T) {
 	var proxy *dynamotest.Proxy
 	r := newRig(t, viaProxy(&proxy), withRealSleep())
 	proxy.Conflicts = &dynamotest.Conflicts{Hold: contentionHold}
-	r.call(create("user-a", "warm-up", signIn)) // caches alice
+	r.call(create("user-a", "warm-up", signIn))
 	admin := dynamo.NewAdmin(dynamotest.NewClient(t, proxy.URL, nil), r.env.Table)
 
 	stop := make(chan struct{})

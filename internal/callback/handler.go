@@ -22,20 +22,22 @@ import (
 // Store is what the Handler needs from storage. The dynamo package
 // implements it.
 type Store interface {
-	// Create claims rec and writes t atomically, after re-checking that the
-	// user may still call rec.Function in rec.Tenant. It returns (nil, nil)
-	// when it wrote both, the live record that holds the key when the key is
-	// taken, or an error matching identity.ErrRevoked (an *identity.Revoked
-	// when the store knows the user's record as it is now),
-	// idempotency.ErrBusy or another error when it wrote nothing.
+	// LoadUser reads the record of externalID with a strongly consistent
+	// read, or returns identity.ErrUnknown. Every call reads its user so,
+	// once, while its nonce is verified.
+	LoadUser(ctx context.Context, externalID string) (identity.User, error)
+	// Create claims rec and writes t atomically. It returns (nil, nil)
+	// when it wrote both, the live record that holds the key when the key
+	// is taken, or idempotency.ErrBusy or another error when it wrote
+	// nothing. The user's right to the call is the Handler's to check,
+	// from the record LoadUser read, before it calls Create.
 	//
 	// out, when not nil, is the ticket's delivery (the outbox record),
 	// written on the ticket item itself.
 	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error)
-	// ReadTicket reads the user record and a ticket at one instant. The
-	// ticket is nil when absent, its delivery nil when it has none; an
-	// absent user is identity.ErrUnknown.
-	ReadTicket(ctx context.Context, externalID, ticketID string) (identity.User, *ticket.Ticket, *delivery.Record, error)
+	// ReadTicket reads a ticket with a strongly consistent read. The
+	// ticket is nil when absent, its delivery nil when it has none.
+	ReadTicket(ctx context.Context, ticketID string) (*ticket.Ticket, *delivery.Record, error)
 	// Delivery reads the delivery of a ticket, nil when it has none.
 	Delivery(ctx context.Context, ticketID string) (*delivery.Record, error)
 }
@@ -44,7 +46,8 @@ type Store interface {
 // implements it; Verify returns nil or one of the nonce package's errors.
 type Authenticator interface {
 	Verify(header string) error
-	// MaxCost is the highest BCrypt cost accepted, named in refusals.
+	// MaxCost is the highest BCrypt cost accepted, named in refusals; the
+	// Handler refuses a nonce above it (nonce.Precheck) before Verify.
 	MaxCost() int
 }
 
@@ -79,11 +82,34 @@ var Outcomes = []string{protocol.StatusCreated, OutcomeDeduplicated, protocol.St
 // store still leaves time to answer busy instead of being cut off.
 const ResponseReserve = 250 * time.Millisecond
 
+// Deadline bounds one call, from the moment a door hands it to the Handler
+// to its answer: every store request of the call is sent before it, and a
+// stored result or a ticket is shown only before it (a call past it is
+// answered busy). On Lambda the callback function's Timeout in
+// template.yaml, the same 10 s, ends the invocation by then too; the local
+// server (cmd/oncecall) has it from the Handler alone. A template test
+// holds the two equal.
+const Deadline = 10 * time.Second
+
+// LateWriteMargin is how long after a call's Deadline the store may still
+// apply a write the call sent before it: a request DynamoDB received, or
+// was still receiving, when the call gave up on it. SECURITY.md says why
+// this long, and what it does not cover.
+const LateWriteMargin = 10 * time.Second
+
+// RevocationWait is how long after a change that takes access away (a user
+// disabled, a function revoked, a user deleted) a call that read the
+// record as it was before may still commit a ticket or answer a stored
+// result: such a call started before the change, so it ends within
+// Deadline of it, and what it wrote lands within LateWriteMargin after
+// that. oncecall-admin waits this long before such a change returns; from
+// then on, every call of the user is answered from the record as changed.
+const RevocationWait = Deadline + LateWriteMargin
+
 // Handler serves callbacks. Its fields are set once at start-up; it is safe
 // for concurrent use.
 type Handler struct {
 	Verifier  Authenticator
-	Users     *identity.Directory
 	Store     Store
 	Functions []*schema.Function
 	Policies  idempotency.Policies
@@ -97,11 +123,11 @@ type Handler struct {
 	NewID  func() string
 }
 
-// NewHandler returns a Handler for oncecall's ticket functions with the
-// defaults filled in.
-func NewHandler(v Authenticator, users *identity.Directory, store Store, logger *slog.Logger) *Handler {
+// NewHandler returns a Handler for oncecall's ticket functions over store
+// with the defaults filled in.
+func NewHandler(v Authenticator, store Store, logger *slog.Logger) *Handler {
 	return &Handler{
-		Verifier: v, Users: users, Store: store, Functions: ticket.Functions,
+		Verifier: v, Store: store, Functions: ticket.Functions,
 		Policies: idempotency.Policies{}, Retention: idempotency.DefaultRetention, Logger: logger,
 		Now: time.Now, NewID: ticket.NewID,
 	}
@@ -116,8 +142,8 @@ type Request struct {
 }
 
 // Call is one function call as a door decoded it: the single entry of the
-// pipeline (limits, nonce, identity, authorization, normalization, key
-// derivation, transaction). The callback body and an MCP tools/call both
+// pipeline (limits, nonce and the user's record read together, identity,
+// authorization, normalization, key derivation, transaction). The callback body and an MCP tools/call both
 // become a Call, so the same call gives the same answer through either.
 type Call struct {
 	// Door names where the fields came from, for refusals and the log.
@@ -183,19 +209,32 @@ type entry struct {
 // that is not in the catalogue.
 const UnknownFunction = "(unknown)"
 
-// Call serves one callback: the nonce is checked before the body is
-// decoded, and the decoded body is served as Serve serves any Call.
+// Call serves one callback: the decoded body is served as Serve serves any
+// Call. The body is decoded after the nonce's checks that take no BCrypt
+// work and before its verification, only to know whose record to read
+// meanwhile: a request whose nonce fails is answered as if its body had
+// never been read, whatever the body.
 func (h *Handler) Call(ctx context.Context, r Request) protocol.Answer {
 	start := h.Now()
+	ctx, cancel := context.WithTimeout(ctx, Deadline)
+	defer cancel()
 	var e entry
-	ans, ok := h.authenticate(CallbackDoor, r.Nonce, &e)
+	ans, ok := h.precheck(CallbackDoor, r.Nonce, &e)
 	if ok {
 		req, p := protocol.Decode(r.Body)
-		if p != nil {
-			ans = h.refuse(&e, p)
-		} else {
-			ans = h.perform(ctx, CallFromRequest(r.Nonce, req), &e)
+		var c Call
+		if p == nil {
+			c = CallFromRequest(r.Nonce, req)
 		}
+		read := h.readUser(ctx, c.ExternalUserID)
+		switch ans, ok = h.verify(CallbackDoor, r.Nonce, &e); {
+		case !ok:
+		case p != nil:
+			ans = h.refuse(&e, p)
+		default:
+			ans = h.perform(ctx, c, read, &e)
+		}
+		read.stop()
 	}
 	h.finish(ctx, CallbackDoor.Name, start, ans, &e)
 	return ans
@@ -215,13 +254,58 @@ func (h *Handler) Note(ctx context.Context, d Door, start time.Time, method, out
 // same pipeline, the same answer.
 func (h *Handler) Serve(ctx context.Context, c Call) protocol.Answer {
 	start := h.Now()
+	ctx, cancel := context.WithTimeout(ctx, Deadline)
+	defer cancel()
 	var e entry
-	ans, ok := h.authenticate(c.Door, c.Nonce, &e)
+	ans, ok := h.precheck(c.Door, c.Nonce, &e)
 	if ok {
-		ans = h.perform(ctx, c, &e)
+		read := h.readUser(ctx, c.ExternalUserID)
+		if ans, ok = h.verify(c.Door, c.Nonce, &e); ok {
+			ans = h.perform(ctx, c, read, &e)
+		}
+		read.stop()
 	}
 	h.finish(ctx, c.Door.Name, start, ans, &e)
 	return ans
+}
+
+// userRead is the read of a call's user record, which runs while the
+// call's nonce is verified, so that BCrypt's time hides the read's.
+type userRead struct {
+	done   chan struct{}
+	user   identity.User
+	err    error
+	cancel context.CancelFunc
+}
+
+// readUser starts reading the record of id ("": nothing to read) within
+// the store's share of ctx's deadline.
+func (h *Handler) readUser(ctx context.Context, id string) *userRead {
+	r := &userRead{done: make(chan struct{}), cancel: func() {}}
+	if id == "" {
+		r.err = identity.ErrUnknown
+		close(r.done)
+		return r
+	}
+	ctx, r.cancel = storeContext(ctx)
+	go func() {
+		defer close(r.done)
+		r.user, r.err = h.Store.LoadUser(ctx, id)
+	}()
+	return r
+}
+
+// result waits for the read and returns what it found.
+func (r *userRead) result() (identity.User, error) {
+	<-r.done
+	return r.user, r.err
+}
+
+// stop ends the read, at once if it still runs (the nonce failed), and
+// waits for it: nothing of a call outlives its answer.
+func (r *userRead) stop() {
+	r.cancel()
+	<-r.done
 }
 
 func (h *Handler) finish(ctx context.Context, msg string, start time.Time, ans protocol.Answer, e *entry) {
@@ -293,10 +377,29 @@ func (h *Handler) fail(e *entry, err error) protocol.Answer {
 	return protocol.Internal()
 }
 
-// authenticate maps a nonce check to an answer; ok is true when it passed.
-// d names where the nonce travels.
+// authenticate checks a nonce wholly: its shape and cost, then BCrypt.
+// ok is true when it passed; d names where the nonce travels.
 func (h *Handler) authenticate(d Door, header string, e *entry) (protocol.Answer, bool) {
-	switch err := h.Verifier.Verify(header); {
+	if ans, ok := h.precheck(d, header, e); !ok {
+		return ans, false
+	}
+	return h.verify(d, header, e)
+}
+
+// precheck is the part of the nonce check that takes no BCrypt work.
+func (h *Handler) precheck(d Door, header string, e *entry) (protocol.Answer, bool) {
+	return h.nonceAnswer(d, nonce.Precheck(header, h.Verifier.MaxCost()), e)
+}
+
+// verify is the nonce check with BCrypt.
+func (h *Handler) verify(d Door, header string, e *entry) (protocol.Answer, bool) {
+	return h.nonceAnswer(d, h.Verifier.Verify(header), e)
+}
+
+// nonceAnswer maps a nonce check's error to an answer; ok is true when
+// it passed.
+func (h *Handler) nonceAnswer(d Door, err error, e *entry) (protocol.Answer, bool) {
+	switch {
 	case err == nil:
 		return protocol.Answer{}, true
 	case errors.Is(err, nonce.ErrMissing):
@@ -310,23 +413,24 @@ func (h *Handler) authenticate(d Door, header string, e *entry) (protocol.Answer
 	}
 }
 
-// perform runs an authenticated call through the pipeline.
-func (h *Handler) perform(ctx context.Context, c Call, e *entry) protocol.Answer {
+// perform runs an authenticated call through the pipeline, with read the
+// read of its user's record started beside the nonce's verification.
+func (h *Handler) perform(ctx context.Context, c Call, read *userRead, e *entry) protocol.Answer {
 	// Only a function of the catalogue is named in the log and the
 	// metrics: the caller's text is not, before or after it is checked.
 	e.function = UnknownFunction
-	if f := h.function(c.Function); f != nil {
-		e.function = f.Name
+	fn := h.function(c.Function)
+	if fn != nil {
+		e.function = fn.Name
 	}
 
 	// Identify: the tenant comes from our record, never from the request.
 	if c.ExternalUserID == "" {
 		return h.reject(e, "missing_user", c.Door.User+" is missing. The application must send the end user's id (the chat session's user or the request's user field); do not invent one.")
 	}
-	ctx, cancel := storeContext(ctx)
-	defer cancel()
-	fn := h.function(c.Function)
-	user, err := h.identify(ctx, c.ExternalUserID, fn)
+	waiting := h.Now()
+	user, err := read.result()
+	h.debug(ctx, "user record", slog.Float64("waited_ms", float64(h.Now().Sub(waiting).Microseconds())/1000))
 	switch {
 	case errors.Is(err, identity.ErrUnknown):
 		return h.deny(e, http.StatusForbidden, "unknown_user", c.Door.User+" is not a user of this service.")
@@ -354,40 +458,26 @@ func (h *Handler) perform(ctx context.Context, c Call, e *entry) protocol.Answer
 		return h.reject(e, protocol.CodeInvalidArguments, "Fix the arguments and call again: "+strings.Join(msgs, "; ")+".")
 	}
 
+	ctx, cancel := storeContext(ctx)
+	defer cancel()
 	switch fn.Name {
 	case ticket.CreateName:
-		return h.create(ctx, c, args, fn, user, e, false)
+		return h.create(ctx, c, args, fn, user, e)
 	case ticket.GetName:
-		return h.get(ctx, c.Door, args, user, e)
+		return h.get(ctx, args, user, e)
 	}
 	return h.fail(e, fmt.Errorf("function %s has no implementation", fn.Name))
 }
 
-// identify returns the caller's record. A record from the cache that would
-// refuse the call (a disabled user, a function not granted) is loaded again
-// first: it may predate a re-activation or a grant, and a refusal never
-// rests on the cache alone.
-func (h *Handler) identify(ctx context.Context, externalID string, fn *schema.Function) (identity.User, error) {
-	user, cached, err := h.Users.Lookup(ctx, externalID)
-	cache := "miss"
-	if cached {
-		cache = "hit"
+// late is the answer of a call whose deadline passed before it could show
+// what the store holds (a stored result, a ticket): its user's record was
+// read before then, and by now may say otherwise, so nothing is shown and
+// the call is answered busy. ok is false while the deadline holds.
+func (h *Handler) late(ctx context.Context, e *entry) (protocol.Answer, bool) {
+	if ctx.Err() == nil {
+		return protocol.Answer{}, false
 	}
-	h.debug(ctx, "user record", slog.String("cache", cache))
-	if err != nil || !cached {
-		return user, err
-	}
-	var refusal string
-	switch {
-	case !user.Active:
-		refusal = "user_disabled"
-	case fn != nil && !user.Allows(fn.Name):
-		refusal = "function_not_granted"
-	default:
-		return user, nil
-	}
-	h.debug(ctx, "user record reloaded before refusing", slog.String("cached_refusal", refusal))
-	return h.Users.Reload(ctx, externalID)
+	return h.fail(e, fmt.Errorf("%w: the deadline passed before the answer", idempotency.ErrBusy)), true
 }
 
 // debug writes a debug line. Like the call's line, it never carries the
@@ -470,9 +560,8 @@ func withFlag(stored []byte, deduplicated bool) []byte {
 }
 
 // create serves create_ticket for user with args, the call's normalized
-// arguments. retried is true on the one repeat that a tenant change found
-// inside the transaction allows.
-func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *schema.Function, user identity.User, e *entry, retried bool) protocol.Answer {
+// arguments.
+func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *schema.Function, user identity.User, e *entry) protocol.Answer {
 	rid := c.RequestID
 	if p := protocol.CheckRequestID(rid, c.Door.RequestID); p != nil {
 		return h.refuse(e, p)
@@ -501,19 +590,7 @@ func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *s
 
 	out := h.queued(key.ID, t.ID, now)
 	existing, err := h.Store.Create(ctx, rec, t, out)
-	var rv *identity.Revoked
 	switch {
-	case errors.As(err, &rv):
-		fresh, retry := h.revoked(rv, user, fn.Name)
-		if retry && !retried {
-			// Only the tenant changed: the key derived from the cached one
-			// is void, so derive it again from the record as it is now.
-			return h.create(ctx, c, args, fn, *fresh, e, true)
-		}
-		return h.denyRevoked(e, fresh, fn.Name)
-	case errors.Is(err, identity.ErrRevoked):
-		h.Users.Forget(user.ExternalID)
-		return h.denyRevoked(e, nil, fn.Name)
 	case err != nil:
 		return h.fail(e, err)
 	case existing == nil:
@@ -533,6 +610,9 @@ func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *s
 		e.outcome = protocol.StatusInProgress
 		return protocol.InProgress()
 	case idempotency.Reused:
+		if ans, late := h.late(ctx, e); late {
+			return ans
+		}
 		return h.reject(e, "request_id_reused", fmt.Sprintf(
 			"This request_id already created ticket %s with different arguments. Do not call %s again with changed arguments: the ticket exists. A different ticket needs a new request from the user.",
 			existing.TicketID, fn.Name))
@@ -549,34 +629,11 @@ func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *s
 	if err != nil {
 		return h.fail(e, fmt.Errorf("operation %s: %w", existing.Key, err))
 	}
+	if ans, late := h.late(ctx, e); late {
+		return ans
+	}
 	e.outcome = OutcomeDeduplicated
 	return protocol.Answer{Status: http.StatusOK, Body: body}
-}
-
-// revoked takes in what a failed user check inside a write returned: the
-// cache is refreshed with the record as it is now (or forgets the user when
-// the store did not return it). retry is true when the record still allows
-// fn and only the tenant differs from the cached one.
-func (h *Handler) revoked(rv *identity.Revoked, cached identity.User, fn string) (fresh *identity.User, retry bool) {
-	if rv.User == nil {
-		h.Users.Forget(cached.ExternalID)
-		return nil, false
-	}
-	h.Users.Remember(*rv.User)
-	return rv.User, rv.User.Allows(fn) && rv.User.Tenant != cached.Tenant
-}
-
-// denyRevoked answers a user whose authority was withdrawn after it was
-// cached, naming the condition that failed when the record is known.
-func (h *Handler) denyRevoked(e *entry, fresh *identity.User, fn string) protocol.Answer {
-	switch {
-	case fresh != nil && !fresh.Active:
-		return h.deny(e, http.StatusForbidden, "user_disabled", "This user is disabled.")
-	case fresh != nil && !fresh.Allows(fn):
-		return h.deny(e, http.StatusForbidden, "function_not_granted", "This user may not call "+fn+".")
-	default:
-		return h.deny(e, http.StatusForbidden, "user_not_authorized", "This user may no longer call "+fn+".")
-	}
 }
 
 type found struct {
@@ -591,21 +648,14 @@ type ticketView struct {
 	Delivery *delivery.View `json:"delivery,omitempty"`
 }
 
-func (h *Handler) get(ctx context.Context, door Door, args map[string]any, cached identity.User, e *entry) protocol.Answer {
+func (h *Handler) get(ctx context.Context, args map[string]any, user identity.User, e *entry) protocol.Answer {
 	id, _ := args["ticket_id"].(string)
-	user, t, d, err := h.Store.ReadTicket(ctx, cached.ExternalID, id)
-	switch {
-	case errors.Is(err, identity.ErrUnknown):
-		h.Users.Forget(cached.ExternalID)
-		return h.deny(e, http.StatusForbidden, "unknown_user", door.User+" is not a user of this service.")
-	case err != nil:
+	t, d, err := h.Store.ReadTicket(ctx, id)
+	if err != nil {
 		return h.fail(e, err)
 	}
-	// The record read with the ticket is the freshest there is: cache it,
-	// whatever it says.
-	h.Users.Remember(user)
-	if !user.Allows(ticket.GetName) {
-		return h.denyRevoked(e, &user, ticket.GetName)
+	if ans, late := h.late(ctx, e); late {
+		return ans
 	}
 	// Another tenant's ticket is indistinguishable from a missing one.
 	if t == nil || t.Tenant != user.Tenant {

@@ -1,8 +1,8 @@
 package callback_test
 
 // Benchmarks of oncecall's own overhead: the handler path without BCrypt and
-// without a store (decode, identify from the warm cache, validate,
-// canonicalize, hash, build the store request, encode the answer). The
+// without a store (decode, read the user record, validate, canonicalize,
+// hash, build the store request, encode the answer). The
 // BENCHMARK-ONLY types below stand in for the network so that only CPU work
 // is measured; they are not used by any correctness test, which always talk
 // to a real DynamoDB-compatible server.
@@ -27,7 +27,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -35,20 +34,23 @@ import (
 // work: BCrypt's cost is measured on its own (nonce.BenchmarkVerifyCost9).
 type benchAcceptAnyNonce struct{}
 
+// benchNonce has a BCrypt hash's shape at cost 9, which the handler's
+// checks before BCrypt accept; benchAcceptAnyNonce accepts it.
+const benchNonce = "$2b$09$" + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0"
+
 func (benchAcceptAnyNonce) Verify(string) error { return nil }
 func (benchAcceptAnyNonce) MaxCost() int        { return 10 }
 
-// benchNoNetworkAPI is a BENCHMARK-ONLY dynamo.API that answers at once: a
-// successful write, or, when replay is set, the cancellation DynamoDB sends
-// for a taken key with the old item. dynamo.Store still builds every request
-// exactly as it would for DynamoDB.
+// benchNoNetworkAPI is a BENCHMARK-ONLY dynamo.API that answers at once:
+// alice's record to the user read, and a successful write, or, when replay
+// is set, the cancellation DynamoDB sends for a taken key with the old item.
+// dynamo.Store still builds every request exactly as it would for DynamoDB.
 type benchNoNetworkAPI struct {
 	replay *types.TransactionCanceledException
-	read   *dynamodb.TransactGetItemsOutput
 }
 
 func (a *benchNoNetworkAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	if len(in.TransactItems) != 3 {
+	if len(in.TransactItems) != 2 {
 		panic("unexpected transaction")
 	}
 	if a.replay != nil {
@@ -58,12 +60,27 @@ func (a *benchNoNetworkAPI) TransactWriteItems(_ context.Context, in *dynamodb.T
 }
 
 func (a *benchNoNetworkAPI) TransactGetItems(context.Context, *dynamodb.TransactGetItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error) {
-	return a.read, nil
+	panic("TransactGetItems on a create_ticket path")
 }
 
-func (a *benchNoNetworkAPI) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	panic("GetItem on a warm path")
+func (a *benchNoNetworkAPI) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if k, _ := in.Key[dynamo.PartitionKey].(*types.AttributeValueMemberS); k == nil || k.Value != "user#user-a" || !aws.ToBool(in.ConsistentRead) {
+		panic("a GetItem other than the user's consistent read")
+	}
+	return &dynamodb.GetItemOutput{Item: benchAlice}, nil
 }
+
+// benchAlice is alice's record as the store holds it; benchAliceWire the
+// GetItem answer that carries it.
+var (
+	benchAlice = map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "user#user-a"}, "kind": &types.AttributeValueMemberS{Value: "user"},
+		"tenant_id": &types.AttributeValueMemberS{Value: "tenant-a"}, "name": &types.AttributeValueMemberS{Value: "alice"},
+		"active":    &types.AttributeValueMemberBOOL{Value: true},
+		"functions": &types.AttributeValueMemberSS{Value: localdb.DemoUsers[0].Functions},
+	}
+	benchAliceWire = []byte(`{"Item":{"pk":{"S":"user#user-a"},"kind":{"S":"user"},"tenant_id":{"S":"tenant-a"},"name":{"S":"alice"},"active":{"BOOL":true},"functions":{"SS":["create_ticket","get_ticket"]}}}`)
+)
 
 func (a *benchNoNetworkAPI) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	panic("PutItem on a callback path")
@@ -78,8 +95,9 @@ func (a *benchNoNetworkAPI) Query(context.Context, *dynamodb.QueryInput, ...func
 }
 
 // benchCannedTransport is a BENCHMARK-ONLY http.RoundTripper that answers
-// every request with a fixed DynamoDB response, so that the real SDK client
-// serializes, signs and deserializes as it does over the network.
+// the user read with alice's record and every other request with a fixed
+// DynamoDB response, so that the real SDK client serializes, signs and
+// deserializes as it does over the network.
 type benchCannedTransport struct {
 	status int
 	body   []byte
@@ -90,11 +108,15 @@ func (c *benchCannedTransport) RoundTrip(r *http.Request) (*http.Response, error
 		_, _ = io.Copy(io.Discard, r.Body)
 		_ = r.Body.Close()
 	}
+	status, body := c.status, c.body
+	if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetItem") {
+		status, body = http.StatusOK, benchAliceWire
+	}
 	return &http.Response{
-		StatusCode: c.status, Status: strconv.Itoa(c.status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		StatusCode: status, Status: strconv.Itoa(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}, "X-Amzn-Requestid": {"bench"}},
-		Body:          io.NopCloser(bytes.NewReader(c.body)),
-		ContentLength: int64(len(c.body)),
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
 		Request:       r,
 	}, nil
 }
@@ -102,13 +124,11 @@ func (c *benchCannedTransport) RoundTrip(r *http.Request) (*http.Response, error
 // benchBody is a realistic create_ticket callback.
 var benchBody = []byte(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in","description":"Since this morning the login page says my password is wrong.\nI reset it twice.","priority":"high","tags":["login","web"]}},"context":{"externalUserId":"user-a","callSource":"ChatCompletionsApi","conversationToken":"conv-3f1c","moment":"2026-11-30T12:00:00.1234+00:00","metadata":{"request_id":"req-7d2c9b1e"}}}`)
 
-// benchHandler builds a handler over store with alice in the warm cache and
-// production-like logging (JSON lines, discarded).
+// benchHandler builds a handler over store with production-like logging
+// (JSON lines, discarded).
 func benchHandler(store callback.Store) *callback.Handler {
-	users := identity.NewDirectory(nil, time.Hour, nil)
-	users.Remember(localdb.DemoUsers[0])
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	return callback.NewHandler(benchAcceptAnyNonce{}, users, store, logger)
+	return callback.NewHandler(benchAcceptAnyNonce{}, store, logger)
 }
 
 // replayOf returns the cancellation DynamoDB sends when the benchmark body's
@@ -136,9 +156,9 @@ func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
 		"expires_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
 	}
 	tce := &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: []types.CancellationReason{
-		{Code: aws.String("None")}, {Code: aws.String("ConditionalCheckFailed"), Item: item}, {Code: aws.String("None")}}}
+		{Code: aws.String("ConditionalCheckFailed"), Item: item}, {Code: aws.String("None")}}}
 	var wire strings.Builder
-	wire.WriteString(`{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Item":{`)
+	wire.WriteString(`{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"ConditionalCheckFailed","Item":{`)
 	first := true
 	for k, v := range item {
 		if !first {
@@ -158,7 +178,7 @@ func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
 
 func runCalls(b *testing.B, h *callback.Handler, want string) {
 	b.Helper()
-	req := callback.Request{Nonce: "unused", Body: benchBody}
+	req := callback.Request{Nonce: benchNonce, Body: benchBody}
 	ans := h.Call(context.Background(), req)
 	if ans.Status != 200 || !bytes.Contains(ans.Body, []byte(want)) {
 		b.Fatalf("answer %d %s, want %s", ans.Status, ans.Body, want)
@@ -183,8 +203,9 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkOverhead is the handler path of one warm create_ticket call with
-// the store request built but not sent: oncecall's code alone.
+// BenchmarkOverhead is the handler path of one create_ticket call with the
+// store requests (the user read, the transaction) built but not sent:
+// oncecall's code alone.
 func BenchmarkOverhead(b *testing.B) {
 	b.Run("created", func(b *testing.B) {
 		runCalls(b, benchHandler(dynamo.New(&benchNoNetworkAPI{}, "oncecall")), `"deduplicated":false`)

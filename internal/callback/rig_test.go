@@ -19,7 +19,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/idempotency"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
@@ -109,7 +108,7 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, r.clock), r.store, logger)
+	r.h = callback.NewHandler(v, r.store, logger)
 	r.h.Now = r.clock
 	var srv http.Handler = httpapi.New(r.h, "")
 	if r.timeout > 0 {

@@ -25,7 +25,6 @@ const (
 	EnvNonceMaxCost  = "NONCE_MAX_COST"
 	EnvRetention     = "RETENTION"
 	EnvKeyPolicy     = "KEY_POLICY"
-	EnvUserCacheTTL  = "USER_CACHE_TTL"
 	EnvLogLevel      = "LOG_LEVEL"
 	EnvPublicURL     = "PUBLIC_URL"
 	// EnvMCPToken is the MCP door's bearer token (local runs);
@@ -47,11 +46,9 @@ const (
 
 // Bounds of the settings.
 const (
-	MinRetention        = time.Minute
-	MaxRetention        = 365 * 24 * time.Hour
-	DefaultUserCacheTTL = 30 * time.Second
-	MaxUserCacheTTL     = 10 * time.Minute
-	MaxTableName        = 255
+	MinRetention = time.Minute
+	MaxRetention = 365 * 24 * time.Hour
+	MaxTableName = 255
 	// MinMCPTokenBytes keeps the MCP door's bearer token out of guessing
 	// range; MaxMCPTokenBytes bounds it (an HTTP header).
 	MinMCPTokenBytes = 16
@@ -76,7 +73,6 @@ type Config struct {
 	NonceMaxCost         int
 	Retention            time.Duration
 	Policies             idempotency.Policies
-	UserCacheTTL         time.Duration
 	LogLevel             slog.Level
 	PublicURL            string
 	// MCPToken, when set, is the bearer token every POST /mcp must carry;
@@ -119,7 +115,6 @@ var Defaults = Config{
 	Table:            "oncecall",
 	NonceMaxCost:     nonce.DefaultMaxCost,
 	Retention:        idempotency.DefaultRetention,
-	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
 	Local:            true,
@@ -130,7 +125,6 @@ var Defaults = Config{
 var Lambda = Config{
 	NonceMaxCost:     nonce.DefaultMaxCost,
 	Retention:        idempotency.DefaultRetention,
-	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
 	QueueOnly:        true,
@@ -141,7 +135,6 @@ var Lambda = Config{
 var Worker = Config{
 	NonceMaxCost:     nonce.DefaultMaxCost,
 	Retention:        idempotency.DefaultRetention,
-	UserCacheTTL:     DefaultUserCacheTTL,
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
 	DeliveryOnly:     true,
@@ -229,14 +222,6 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			bad(EnvRetention, "%q must be a duration from %s to %s, such as 24h", v, MinRetention, MaxRetention)
 		} else {
 			c.Retention = d
-		}
-	}
-	if v := getenv(EnvUserCacheTTL); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > MaxUserCacheTTL {
-			bad(EnvUserCacheTTL, "%q must be a duration from 0 (no cache) to %s", v, MaxUserCacheTTL)
-		} else {
-			c.UserCacheTTL = d
 		}
 	}
 	if pol, err := idempotency.ParsePolicies(getenv(EnvKeyPolicy), functions); err != nil {

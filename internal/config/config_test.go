@@ -38,7 +38,6 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 	e[config.EnvNonceMaxCost] = "12"
 	e[config.EnvRetention] = "48h"
 	e[config.EnvKeyPolicy] = "create_ticket=request"
-	e[config.EnvUserCacheTTL] = "0"
 	e[config.EnvLogLevel] = "DEBUG"
 	e[config.EnvPublicURL] = "https://api.example.com"
 	e[config.EnvMetrics] = "true"
@@ -51,7 +50,7 @@ func TestLoadAcceptsAFullLambdaEnvironment(t *testing.T) {
 	}
 	want := config.Config{
 		Table: "oncecall-Table-1ABC", Region: "eu-west-1", HookKeySecretARN: secretARN,
-		NonceMaxCost: 12, Retention: 48 * time.Hour, UserCacheTTL: 0, LogLevel: slog.LevelDebug,
+		NonceMaxCost: 12, Retention: 48 * time.Hour, LogLevel: slog.LevelDebug,
 		PublicURL: "https://api.example.com", Metrics: true, MetricsNamespace: "oncecall-prod",
 		FunctionName: "oncecall-CallbackFunction-XYZ", MCPTokenSecretARN: secretARN, QueueOnly: true,
 	}
@@ -69,7 +68,7 @@ func TestLoadLambdaDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.NonceMaxCost != nonce.DefaultMaxCost || c.Retention != 24*time.Hour || c.UserCacheTTL != config.DefaultUserCacheTTL ||
+	if c.NonceMaxCost != nonce.DefaultMaxCost || c.Retention != 24*time.Hour ||
 		c.LogLevel != slog.LevelInfo || c.Metrics || c.MetricsNamespace != "oncecall" || c.HookKey != "" || c.Endpoint != "" {
 		t.Errorf("defaults = %+v", c)
 	}
@@ -108,9 +107,6 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 		{"retention not a duration", map[string]string{config.EnvRetention: "1 day"}, nil, []string{"RETENTION", "duration", "24h"}},
 		{"retention too short", map[string]string{config.EnvRetention: "30s"}, nil, []string{"RETENTION", "1m0s"}},
 		{"retention too long", map[string]string{config.EnvRetention: "9000h"}, nil, []string{"RETENTION", "8760h0m0s"}},
-		{"cache TTL not a duration", map[string]string{config.EnvUserCacheTTL: "soon"}, nil, []string{"USER_CACHE_TTL", "0 (no cache) to 10m0s"}},
-		{"cache TTL negative", map[string]string{config.EnvUserCacheTTL: "-1s"}, nil, []string{"USER_CACHE_TTL", "0 (no cache)"}},
-		{"cache TTL too long", map[string]string{config.EnvUserCacheTTL: "11m"}, nil, []string{"USER_CACHE_TTL", "10m0s"}},
 		{"policy for an unknown function", map[string]string{config.EnvKeyPolicy: "delete_ticket=request"}, nil, []string{"KEY_POLICY", "unknown function", "create_ticket, get_ticket"}},
 		{"unknown policy", map[string]string{config.EnvKeyPolicy: "create_ticket=strict"}, nil, []string{"KEY_POLICY", `"arguments" or "request"`}},
 		{"policy without =", map[string]string{config.EnvKeyPolicy: "create_ticket"}, nil, []string{"KEY_POLICY", "function=policy"}},

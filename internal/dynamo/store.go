@@ -26,7 +26,6 @@ import (
 // for its consumed capacity.
 type API interface {
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-	TransactGetItems(context.Context, *dynamodb.TransactGetItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactGetItemsOutput, error)
 	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -84,14 +83,16 @@ func WithLogger(l *slog.Logger) Option {
 
 // New returns a Store on table.
 func New(api API, table string, opts ...Option) *Store {
-	s := &Store{api: api, table: table, now: time.Now, sleep: sleep}
+	s := &Store{api: api, table: table, now: time.Now, sleep: Sleep}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends, with ctx's error then: a Store's wait
+// between attempts unless WithSleep says otherwise.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -102,19 +103,22 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Create claims operation rec and writes ticket t in one transaction, after
-// checking that rec.UserID is still active, in rec.Tenant and granted
-// rec.Function. When out is not nil the ticket item also carries it: the
-// ticket is its own outbox record, so delivery adds no item to the
-// transaction. It returns (nil, nil) when both were written; the live
-// record that already holds the key when the claim failed; and otherwise
-// an *identity.Revoked (errors.Is ErrRevoked), idempotency.ErrBusy or another
-// error, in which case nothing was written.
+// Create claims operation rec and writes ticket t in one transaction. When
+// out is not nil the ticket item also carries it: the ticket is its own
+// outbox record, so delivery adds no item to the transaction. It returns
+// (nil, nil) when both were written; the live record that already holds
+// the key when the claim failed; and otherwise idempotency.ErrBusy or
+// another error, in which case nothing was written.
+//
+// The transaction includes these two items and no other: on DynamoDB a
+// transaction holds every item it includes and cancels any other that
+// includes one of them, so an item shared by every call of a user (its
+// record, checked in the transaction) would make one user's concurrent
+// calls cancel each other. Whether rec.UserID may make the call is the
+// caller's to decide, from the record LoadUser read for this call.
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
 	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
-	onRecord := false
-	shard, hops := shardOf(rec.Key), 0
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
@@ -124,38 +128,8 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 		if errors.As(err, &tce) {
 			reasons := tce.CancellationReasons
 			switch {
-			case !none(reasons, 0) && !failed(reasons, 0):
-				// The user check was not evaluated (a conflict or
-				// throttling on the user's item): whatever the other
-				// reasons say, nothing is known about this user's right
-				// to the key. Try again, or give up below.
-				if !retryableReasons(reasons[:1]) {
-					return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
-				}
-				if aws.ToString(reasons[0].Code) == "TransactionConflict" && none(reasons, 1) && none(reasons, 2) && !onRecord && hops < maxHops {
-					// Another call of this user holds that copy of its
-					// grant: check the next copy, at once, rather than
-					// wait for this one. (A request of other content
-					// takes a token of its own.)
-					shard, hops = (shard+1)%GrantShards, hops+1
-					in.TransactItems[0].ConditionCheck.Key = grantKey(rec.UserID, shard)
-					in.ClientRequestToken = aws.String(shardToken(t.ID, hops))
-					continue
-				}
-			case failed(reasons, 0) && len(reasons[0].Item) == 0 && !onRecord:
-				// No copy of the user's grant (a table written before the
-				// copies existed and not yet given them by oncecall-admin
-				// user sync-grants, or a user deleted): check the user's
-				// record itself instead, as before the copies existed.
-				onRecord = true
-				in.TransactItems[0].ConditionCheck.Key = userKey(rec.UserID)
-				continue
 			case failed(reasons, 0):
-				// Checked before the claim: a revoked user learns nothing
-				// about an existing operation.
-				return nil, revoked(reasons[0].Item, rec.UserID)
-			case failed(reasons, 1):
-				existing, err := s.claimed(ctx, reasons[1].Item, rec.Key, now)
+				existing, err := s.claimed(ctx, reasons[0].Item, rec.Key, now)
 				if err == nil && existing != nil && existing.TicketID == t.ID {
 					// An earlier attempt of this very call committed and its
 					// answer was lost: the claim is ours.
@@ -165,8 +139,9 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 					return existing, err
 				}
 				// The claim vanished (expired or deleted) between the
-				// transaction and the read: try the claim again.
-			case failed(reasons, 2):
+				// transaction and the read: send the same request again
+				// (the same content under the same token).
+			case failed(reasons, 1):
 				return nil, fmt.Errorf("dynamo: ticket id %s already exists", t.ID)
 			case !retryableReasons(reasons):
 				return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
@@ -180,10 +155,10 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 	}
 }
 
-// CreateInput is the one request Create sends: a ConditionCheck of the
-// user, the operation Put and the ticket Put, with now deciding whether an
-// existing claim has expired. Benchmarks send it with the bare SDK client to
-// measure the store's own floor.
+// CreateInput is the one request Create sends: the operation Put and the
+// ticket Put, with now deciding whether an existing claim has expired.
+// Benchmarks send it with the bare SDK client to measure the store's own
+// floor.
 func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delivery.Record, now time.Time) *dynamodb.TransactWriteItemsInput {
 	tk := ticketItem(t)
 	if out != nil {
@@ -192,24 +167,10 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 	return &dynamodb.TransactWriteItemsInput{
 		// The ticket id is unique per invocation, so a retry of this very
 		// request after a lost response is answered from DynamoDB's own
-		// 10-minute token window instead of being run again.
+		// 10-minute token window instead of being run again. Every attempt
+		// sends the same content under it.
 		ClientRequestToken: aws.String(t.ID),
 		TransactItems: []types.TransactWriteItem{
-			{ConditionCheck: &types.ConditionCheck{
-				TableName:           &s.table,
-				Key:                 grantKey(rec.UserID, shardOf(rec.Key)),
-				ConditionExpression: aws.String("#active = :true AND #tenant = :tenant AND contains(#functions, :function)"),
-				ExpressionAttributeNames: map[string]string{
-					"#active": attrActive, "#tenant": attrTenant, "#functions": attrFunctions,
-				},
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":true": &types.AttributeValueMemberBOOL{Value: true}, ":tenant": strAV(rec.Tenant), ":function": strAV(rec.Function),
-				},
-				// The user as it is now comes back with a failed check, so
-				// the caller can say which condition failed and refresh its
-				// cache without another request.
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
 			{Put: &types.Put{
 				TableName:                           &s.table,
 				Item:                                operationItem(rec),
@@ -226,19 +187,6 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 			}},
 		},
 	}
-}
-
-// revoked builds the error for a failed user check from the item DynamoDB
-// returned with it, if any.
-func revoked(item map[string]types.AttributeValue, userID string) error {
-	if len(item) == 0 {
-		return &identity.Revoked{}
-	}
-	u, err := decodeUser(item, userID)
-	if err != nil {
-		return &identity.Revoked{}
-	}
-	return &identity.Revoked{User: &u}
 }
 
 // claimed returns the live record holding key: the one DynamoDB returned with
@@ -280,7 +228,9 @@ func (s *Store) Operation(ctx context.Context, key string) (*idempotency.Record,
 	return &r, err
 }
 
-// LoadUser reads a user record. It implements identity.Source.
+// LoadUser reads the record of externalID with a strongly consistent
+// read, or returns identity.ErrUnknown: the handler's one read of its
+// caller, on every call.
 func (s *Store) LoadUser(ctx context.Context, externalID string) (identity.User, error) {
 	item, err := s.get(ctx, userKey(externalID))
 	if err != nil {
@@ -292,53 +242,23 @@ func (s *Store) LoadUser(ctx context.Context, externalID string) (identity.User,
 	return decodeUser(item, externalID)
 }
 
-// ReadTicket reads the user record of externalID and ticket id together, in
-// one TransactGetItems, so that the caller's authority and the ticket are
-// seen at the same instant. The ticket is nil when absent; its delivery is
-// nil when it has none.
-func (s *Store) ReadTicket(ctx context.Context, externalID, id string) (identity.User, *ticket.Ticket, *delivery.Record, error) {
-	in := &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
-		{Get: &types.Get{TableName: &s.table, Key: grantKey(externalID, shardOf(id))}},
-		{Get: &types.Get{TableName: &s.table, Key: ticketKey(id)}},
-	}}
-	var out *dynamodb.TransactGetItemsOutput
-	for onRecord := false; ; onRecord = true {
-		err := s.retry(ctx, func() (err error) {
-			out, err = s.api.TransactGetItems(ctx, in)
-			return err
-		})
-		if err != nil {
-			return identity.User{}, nil, nil, err
-		}
-		if len(out.Responses) != 2 {
-			return identity.User{}, nil, nil, fmt.Errorf("dynamo: TransactGetItems returned %d responses, want 2", len(out.Responses))
-		}
-		if len(out.Responses[0].Item) > 0 || onRecord {
-			break
-		}
-		// No copy of the user's grant (a table not yet given them): read
-		// the user's record itself, as before the copies existed.
-		in.TransactItems[0].Get.Key = userKey(externalID)
+// ReadTicket reads ticket id and its delivery with a strongly consistent
+// read. The ticket is nil when absent; its delivery is nil when it has
+// none.
+func (s *Store) ReadTicket(ctx context.Context, id string) (*ticket.Ticket, *delivery.Record, error) {
+	item, err := s.get(ctx, ticketKey(id))
+	if err != nil || item == nil {
+		return nil, nil, err
 	}
-	if len(out.Responses[0].Item) == 0 {
-		return identity.User{}, nil, nil, identity.ErrUnknown
-	}
-	u, err := decodeUser(out.Responses[0].Item, externalID)
+	t, err := decodeTicket(item)
 	if err != nil {
-		return identity.User{}, nil, nil, err
+		return nil, nil, err
 	}
-	if len(out.Responses[1].Item) == 0 {
-		return u, nil, nil, nil
-	}
-	t, err := decodeTicket(out.Responses[1].Item)
+	d, err := decodeDelivery(item)
 	if err != nil {
-		return u, nil, nil, err
+		return nil, nil, err
 	}
-	d, err := decodeDelivery(out.Responses[1].Item)
-	if err != nil {
-		return u, nil, nil, err
-	}
-	return u, &t, d, nil
+	return &t, d, nil
 }
 
 // Ticket reads one ticket by id, for administration; nil when absent.
@@ -355,18 +275,17 @@ func (s *Store) Ticket(ctx context.Context, id string) (*ticket.Ticket, error) {
 // function: disable the user instead. (A DynamoDB string set cannot be empty.)
 var ErrNoFunctions = errors.New("dynamo: a user must be granted at least one function; disable the user instead")
 
-// PutUser creates or replaces a user record.
+// PutUser creates or replaces a user record, unversioned: for the tests
+// and tools that set a user up as it is (oncecall-admin changes a user
+// with Admin.UpdateUser).
 func (s *Store) PutUser(ctx context.Context, u identity.User) error {
 	if len(u.Functions) == 0 {
 		return ErrNoFunctions
 	}
-	if err := s.retry(ctx, func() error {
+	return s.retry(ctx, func() error {
 		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: userItem(u)})
 		return err
-	}); err != nil {
-		return err
-	}
-	return s.writeGrants(ctx, u)
+	})
 }
 
 // PutOperation writes a record as is, for reconciliation tools and tests
@@ -568,25 +487,42 @@ func classify(err error) error {
 	return sanitize(err)
 }
 
-// AddUser creates a user record unless one exists; it reports whether it did.
+// AddUser creates a user record, at version 0, unless one exists; it
+// reports whether it did. One conditional write: when its answer is lost
+// and it is sent again, it meets its own record, which counts as added.
 func (s *Store) AddUser(ctx context.Context, u identity.User) (bool, error) {
-	if len(u.Functions) == 0 {
-		return false, ErrNoFunctions
+	_, err := s.addUser(ctx, u)
+	if errors.Is(err, ErrUserExists) {
+		return false, nil
 	}
-	err := s.retry(ctx, func() error {
+	return err == nil, err
+}
+
+// addUser is AddUser, returning the record that holds the id when one
+// did (ErrUserExists).
+func (s *Store) addUser(ctx context.Context, u identity.User) (*UserRecord, error) {
+	if len(u.Functions) == 0 {
+		return nil, ErrNoFunctions
+	}
+	item := userItem(u)
+	attempts, current, err := s.writeUser(ctx, u.ExternalID, func() error {
 		_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: &s.table, Item: userItem(u),
-			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+			TableName: &s.table, Item: item,
+			ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return false, nil
+	switch {
+	case err != nil || !current.refused:
+		return nil, err
+	case current.record == nil:
+		// Deleted since: nothing of this call's is there.
+		return nil, fmt.Errorf("%w (and deleted since)", ErrUserExists)
+	case attempts > 1 && sameUserRecord(*current.record, UserRecord{User: u}):
+		// An earlier attempt wrote it and its answer was lost.
+		return nil, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	return true, s.writeGrants(ctx, u)
+	return current.record, ErrUserExists
 }

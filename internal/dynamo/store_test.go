@@ -179,30 +179,6 @@ func TestExpiredClaimIsReclaimedAtTheExactBoundary(t *testing.T) {
 	}
 }
 
-func TestRevokedUserWritesNothing(t *testing.T) {
-	for name, change := range map[string]func(*identity.User){
-		"disabled":       func(u *identity.User) { u.Active = false },
-		"moved tenant":   func(u *identity.User) { u.Tenant = "tenant-b" },
-		"function taken": func(u *identity.User) { u.Functions = []string{ticket.GetName} },
-	} {
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			u := alice
-			change(&u)
-			if err := f.store.PutUser(context.Background(), u); err != nil {
-				t.Fatal(err)
-			}
-			rec, tk := f.claim("k1")
-			if _, err := f.store.Create(context.Background(), rec, tk, nil); !errors.Is(err, identity.ErrRevoked) {
-				t.Fatalf("Create = %v, want ErrRevoked", err)
-			}
-			if f.env.Count(t, "ticket") != 0 || f.env.Count(t, "operation") != 0 {
-				t.Error("a refused claim wrote something")
-			}
-		})
-	}
-}
-
 // TestFailureInsideTransactionWritesNothing makes the last action of the
 // transaction fail (its ticket id is taken) after the operation Put has been
 // applied, and checks that the operation was rolled back with it.
@@ -276,7 +252,7 @@ func repeatFault(f dynamotest.Fault, n int) []dynamotest.Fault {
 }
 
 func TestBusyAfterBoundedRetries(t *testing.T) {
-	conflict := dynamotest.Fault{Error: "TransactionCanceledException", Reasons: []string{"None", "TransactionConflict", "None"}}
+	conflict := dynamotest.Fault{Error: "TransactionCanceledException", Reasons: []string{"TransactionConflict", "None"}}
 	throttle := dynamotest.Fault{Error: "ThrottlingException"}
 	for name, fault := range map[string]dynamotest.Fault{"conflict": conflict, "throttling": throttle,
 		"capacity": {Error: "ProvisionedThroughputExceededException"}} {
@@ -364,25 +340,27 @@ func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
 	}
 }
 
-func TestReadTicketReadsUserAndTicketTogether(t *testing.T) {
-	f := newFixture(t, nil)
+// TestReadTicketIsOneConsistentRead: a ticket and its delivery, one
+// strongly consistent GetItem; nil for a ticket that is not there.
+func TestReadTicketIsOneConsistentRead(t *testing.T) {
+	f, proxy := newProxied(t)
 	rec, tk := f.claim("k1")
 	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.env.Requests.Reset()
-	u, got, d, err := f.store.ReadTicket(context.Background(), alice.ExternalID, tk.ID)
-	if err != nil || got == nil || got.ID != tk.ID || u.Tenant != alice.Tenant || d != nil {
-		t.Fatalf("ReadTicket = %+v %+v %v", u, got, err)
+	got, d, err := f.store.ReadTicket(context.Background(), tk.ID)
+	if err != nil || got == nil || got.ID != tk.ID || got.Tenant != alice.Tenant || d != nil {
+		t.Fatalf("ReadTicket = %+v %+v %v", got, d, err)
 	}
-	if n := f.env.Requests.Load(); n != 1 {
-		t.Errorf("ReadTicket took %d requests, want 1", n)
+	if ops := f.env.Requests.Operations(); !maps.Equal(ops, map[string]int64{"GetItem": 1}) {
+		t.Errorf("ReadTicket took %v, want one GetItem", ops)
 	}
-	if _, got, _, err := f.store.ReadTicket(context.Background(), alice.ExternalID, ticket.NewID()); err != nil || got != nil {
+	if n := proxy.ConsistentReads("GetItem"); n != 1 {
+		t.Errorf("%d of 1 GetItem asked for a consistent read", n)
+	}
+	if got, _, err := f.store.ReadTicket(context.Background(), ticket.NewID()); err != nil || got != nil {
 		t.Errorf("missing ticket: %+v %v", got, err)
-	}
-	if _, _, _, err := f.store.ReadTicket(context.Background(), "nobody", tk.ID); !errors.Is(err, identity.ErrUnknown) {
-		t.Errorf("unknown user: %v", err)
 	}
 }
 
@@ -404,98 +382,6 @@ func TestUsers(t *testing.T) {
 	}
 	if u, _ := f.store.LoadUser(context.Background(), "user-a"); u.Tenant != "tenant-a" {
 		t.Fatal("AddUser replaced an existing user")
-	}
-}
-
-// TestFailedUserCheckSaysWhy checks that a refused claim returns the user's
-// record as the store holds it now, from the cancellation itself: one
-// request, and the caller can tell which condition failed.
-func TestFailedUserCheckSaysWhy(t *testing.T) {
-	for name, change := range map[string]func(*identity.User){
-		"disabled":       func(u *identity.User) { u.Active = false },
-		"moved tenant":   func(u *identity.User) { u.Tenant = "tenant-b" },
-		"function taken": func(u *identity.User) { u.Functions = []string{ticket.GetName} },
-	} {
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, nil)
-			u := alice
-			change(&u)
-			if err := f.store.PutUser(context.Background(), u); err != nil {
-				t.Fatal(err)
-			}
-			f.env.Requests.Reset()
-			rec, tk := f.claim("k1")
-			_, err := f.store.Create(context.Background(), rec, tk, nil)
-			var rv *identity.Revoked
-			if !errors.As(err, &rv) || !errors.Is(err, identity.ErrRevoked) {
-				t.Fatalf("Create = %v, want an *identity.Revoked", err)
-			}
-			if rv.User == nil || rv.User.Active != u.Active || rv.User.Tenant != u.Tenant || len(rv.User.Functions) != len(u.Functions) || rv.User.ExternalID != u.ExternalID {
-				t.Fatalf("Revoked.User = %+v, want %+v", rv.User, u)
-			}
-			if n := f.env.Requests.Load(); n != 1 {
-				t.Errorf("a refused claim took %d requests, want 1", n)
-			}
-		})
-	}
-}
-
-// TestRevocationWinsOverAClaim answers a transaction in which both the user
-// check and the claim failed, as DynamoDB reports it: the caller learns that
-// the user is revoked and nothing about the operation.
-func TestRevocationWinsOverAClaim(t *testing.T) {
-	f, proxy := newProxied(t)
-	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
-		t.Fatal(err)
-	}
-	// Disabled, and the key taken: both conditions fail, and DynamoDB
-	// reports both.
-	u := alice
-	u.Active = false
-	if err := f.store.PutUser(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	seen := proxy.Seen("TransactWriteItems")
-	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
-	if !errors.Is(err, identity.ErrRevoked) || existing != nil {
-		t.Fatalf("Create = %+v, %v; want ErrRevoked and no record", existing, err)
-	}
-	if got := proxy.Seen("TransactWriteItems") - seen; got != 1 {
-		t.Errorf("%d transactions, want 1", got)
-	}
-}
-
-// TestConflictOnTheUserCheckIsNeverAClaim: DynamoDB may cancel a claim with
-// [TransactionConflict, ConditionalCheckFailed, None]: the user check was
-// not evaluated (another transaction held the user's item), so the failed
-// claim beside it says nothing about whether this user may read what holds
-// the key. The store tries again and answers from the user check, never
-// the stored record: a revoked user learns nothing.
-func TestConflictOnTheUserCheckIsNeverAClaim(t *testing.T) {
-	f, proxy := newProxied(t)
-	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
-		t.Fatal(err)
-	}
-	u := alice
-	u.Active = false
-	if err := f.store.PutUser(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "TransactionCanceledException",
-		Reasons: []string{"TransactionConflict", "ConditionalCheckFailed", "None"}})
-	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
-	if existing != nil {
-		t.Fatalf("Create disclosed the stored record %+v to a revoked user", existing)
-	}
-	if !errors.Is(err, identity.ErrRevoked) {
-		t.Fatalf("Create = %v, want ErrRevoked from the user check tried again", err)
-	}
-	if got := proxy.Seen("TransactWriteItems"); got != 3 {
-		t.Errorf("%d transactions, want 3: the first claim, the conflict, the retry", got)
 	}
 }
 

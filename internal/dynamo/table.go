@@ -265,7 +265,7 @@ func waitActive(ctx context.Context, api TableAPI, table, index string, timeout 
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%s not active after %s; DynamoDB keeps building it: run again later to confirm", what, timeout)
 		}
-		if err := sleep(ctx, setupPoll); err != nil {
+		if err := Sleep(ctx, setupPoll); err != nil {
 			return nil, fmt.Errorf("waiting for %s: %w", what, err)
 		}
 	}

@@ -19,12 +19,18 @@ import (
 const attrUserVersion = "ver"
 
 // UserRecord is a user record as an operator reads and changes it.
+//
+// A user is this one item of the table. Every call reads it (Store.LoadUser)
+// and nothing else holds a copy of it, so each change is one conditional
+// write of it, and deleting it, by any means, refuses every call that reads
+// it afterwards.
 type UserRecord struct {
 	identity.User
 	// Version is raised by one by every Admin.UpdateUser; 0 for a record
 	// no such change has touched (written by AddUser, PutUser or the demo
 	// seed). A change is made only if the record is still at the version
-	// the operator read.
+	// the operator read, and a change sent again after its answer was lost
+	// knows its own write by the version it wrote: never by a clock.
 	Version int64
 }
 
@@ -81,16 +87,17 @@ func decodeUserRecord(item map[string]types.AttributeValue, id string) (UserReco
 	return r, nil
 }
 
-// AddUser creates the record of u, at version 0, unless one with its id
-// exists (ErrUserExists). A user needs at least one function
-// (ErrNoFunctions).
+// AddUser creates the record of u, at version 0, in one conditional
+// write, unless one with its id exists: then it returns that record and
+// ErrUserExists, having written nothing. A user needs at least one
+// function (ErrNoFunctions).
 func (a *Admin) AddUser(ctx context.Context, u identity.User) (UserRecord, error) {
-	added, err := a.store.AddUser(ctx, u)
+	current, err := a.store.addUser(ctx, u)
+	if current != nil {
+		return *current, err
+	}
 	if err != nil {
 		return UserRecord{}, err
-	}
-	if !added {
-		return UserRecord{}, ErrUserExists
 	}
 	return UserRecord{User: u}, nil
 }
@@ -141,14 +148,21 @@ func (a *Admin) Users(ctx context.Context, tenant, after string, limit int) (Use
 	return page, nil
 }
 
-// UpdateUser changes the record read to to, writing only the fields that
-// differ (name, active, functions), on condition that the record is still
-// at read.Version in read.Tenant. It returns the new record, at
-// read.Version+1; read itself when nothing differs, without writing. A
-// record changed meanwhile is a *ConflictError (errors.Is ErrConflict), a
-// deleted one identity.ErrUnknown; in both cases nothing was written. The
-// id and the tenant cannot be changed, and a user keeps at least one
-// function (ErrNoFunctions: disable the user instead).
+// UpdateUser changes the record read to to in one conditional write,
+// writing only the fields that differ (name, active, functions), on
+// condition that the record is still at read.Version in read.Tenant. It
+// returns the new record, at read.Version+1; read itself when nothing
+// differs, without writing. A write whose answer was lost is sent again
+// and meets its own effect: the record at read.Version+1 exactly as
+// asked, which is success. A record changed meanwhile is a *ConflictError
+// (errors.Is ErrConflict), a deleted one identity.ErrUnknown; in both
+// cases nothing was written. The id and the tenant cannot be changed, and
+// a user keeps at least one function (ErrNoFunctions: disable the user
+// instead).
+//
+// A call that read the record before the write may still complete (commit
+// its ticket, answer a stored result) until its deadline: see
+// callback.RevocationWait.
 func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.User) (UserRecord, error) {
 	if to.ExternalID != read.ExternalID || to.Tenant != read.Tenant {
 		return UserRecord{}, errors.New("dynamo: UpdateUser cannot change a user's id or tenant")
@@ -186,13 +200,7 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 	if len(set) == 3 {
 		return read, nil
 	}
-	cond := "attribute_exists(#pk) AND #tenant = :tenant AND "
-	if read.Version == 0 {
-		cond += "attribute_not_exists(#ver)"
-	} else {
-		cond += "#ver = :read"
-		values[":read"] = numAV(read.Version)
-	}
+	cond := "attribute_exists(#pk) AND #tenant = :tenant AND " + atVersion(read.Version, values)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           &a.table,
 		Key:                                 userKey(read.ExternalID),
@@ -203,46 +211,109 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	next := UserRecord{User: to, Version: read.Version + 1}
-	attempts := 0
-	err := a.store.retry(ctx, func() error {
-		attempts++
+	attempts, current, err := a.store.writeUser(ctx, read.ExternalID, func() error {
 		_, err := a.api.UpdateItem(ctx, in)
 		return err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		if err != nil {
-			return UserRecord{}, err
-		}
-		// The record is changed; every copy of the grant follows before
-		// this returns, so every call that starts afterwards sees it.
-		if err := a.store.writeGrants(ctx, to); err != nil {
-			return next, fmt.Errorf("dynamo: the user's record is changed but not every copy of its grant (run the same change again): %w", err)
-		}
-		return next, nil
-	}
-	item := ccf.Item
-	if len(item) == 0 {
-		// Stores that omit the item (and a deleted record): read it.
-		if item, err = a.store.get(ctx, userKey(read.ExternalID)); err != nil {
-			return UserRecord{}, err
-		}
-		if item == nil {
-			return UserRecord{}, identity.ErrUnknown
-		}
-	}
-	current, err := decodeUserRecord(item, read.ExternalID)
-	if err != nil {
+	switch {
+	case err != nil:
 		return UserRecord{}, err
+	case !current.refused:
+		return next, nil
+	case current.record == nil:
+		return UserRecord{}, identity.ErrUnknown
 	}
-	if attempts > 1 && sameUserRecord(current, next) {
+	if attempts > 1 && sameUserRecord(*current.record, next) {
 		// An earlier attempt committed and its answer was lost.
 		return next, nil
 	}
-	return UserRecord{}, &ConflictError{Read: read.Version, Current: &current}
+	return UserRecord{}, &ConflictError{Read: read.Version, Current: current.record}
+}
+
+// atVersion is the condition that a record is still at version v, with
+// its value set in values: a record no change has touched has no version.
+func atVersion(v int64, values map[string]types.AttributeValue) string {
+	if v == 0 {
+		return "attribute_not_exists(#ver)"
+	}
+	values[":read"] = numAV(v)
+	return "#ver = :read"
+}
+
+// refusal is what a conditional write of a user record met.
+type refusal struct {
+	// refused is true when the condition failed; record is the record as
+	// it is then, nil when there is none.
+	refused bool
+	record  *UserRecord
+}
+
+// writeUser sends one conditional write of the record of id (send), tried
+// again as retry tries it, and returns how many attempts it made and, when
+// the condition failed, the record as it is now: from the failure, or read
+// for stores that omit it. A refusal with attempts above 1 may be the
+// write meeting its own earlier attempt, whose answer was lost.
+func (s *Store) writeUser(ctx context.Context, id string, send func() error) (int, refusal, error) {
+	attempts := 0
+	err := s.retry(ctx, func() error {
+		attempts++
+		return send()
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return attempts, refusal{}, err
+	}
+	item := ccf.Item
+	if len(item) == 0 {
+		if item, err = s.get(ctx, userKey(id)); err != nil {
+			return attempts, refusal{}, err
+		}
+	}
+	if len(item) == 0 {
+		return attempts, refusal{refused: true}, nil
+	}
+	r, err := decodeUserRecord(item, id)
+	if err != nil {
+		return attempts, refusal{}, err
+	}
+	return attempts, refusal{refused: true, record: &r}, nil
 }
 
 func sameUserRecord(a, b UserRecord) bool {
 	return a.Version == b.Version && a.ExternalID == b.ExternalID && a.Tenant == b.Tenant && a.Name == b.Name &&
 		a.Active == b.Active && slices.Equal(slices.Sorted(slices.Values(a.Functions)), slices.Sorted(slices.Values(b.Functions)))
+}
+
+// DeleteUser deletes the record read, in one conditional write, on
+// condition that it is still at read.Version: every call that reads it
+// afterwards is refused as unknown. A record changed meanwhile is a
+// *ConflictError; one already gone is identity.ErrUnknown, unless it was
+// this call's own earlier attempt that deleted it (its answer lost), which
+// is success. Nothing else holds a copy of the user, so deleting its
+// record by any other means takes its access away as well.
+func (a *Admin) DeleteUser(ctx context.Context, read UserRecord) error {
+	values := map[string]types.AttributeValue{}
+	in := &dynamodb.DeleteItemInput{
+		TableName: &a.table, Key: userKey(read.ExternalID),
+		ConditionExpression:                 aws.String("attribute_exists(#pk) AND " + atVersion(read.Version, values)),
+		ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey, "#ver": attrUserVersion},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if len(values) > 0 {
+		in.ExpressionAttributeValues = values
+	}
+	attempts, current, err := a.store.writeUser(ctx, read.ExternalID, func() error {
+		_, err := a.api.DeleteItem(ctx, in)
+		return err
+	})
+	switch {
+	case err != nil || !current.refused:
+		return err
+	case current.record != nil:
+		return &ConflictError{Read: read.Version, Current: current.record}
+	case attempts > 1:
+		// An earlier attempt deleted it and its answer was lost.
+		return nil
+	}
+	return identity.ErrUnknown
 }

@@ -6,14 +6,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
@@ -25,7 +23,7 @@ func server(t *testing.T, publicURL string) (*httptest.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := callback.NewHandler(v, identity.NewDirectory(store, time.Minute, nil), store, nil)
+	h := callback.NewHandler(v, store, nil)
 	srv := httptest.NewServer(httpapi.New(h, publicURL))
 	t.Cleanup(srv.Close)
 	n, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)

@@ -14,10 +14,10 @@ import (
 	"github.com/oncecall/oncecall/internal/mcp"
 )
 
-// TestOneStoreRequestPerWarmCreate: once the user record is cached, a
-// created call through /mcp costs the store one request, the create
-// transaction, as through /callback.
-func TestOneStoreRequestPerWarmCreate(t *testing.T) {
+// TestTwoStoreRequestsPerCreate: a created call through /mcp costs the
+// store two requests, the user's record and the create transaction, as
+// through /callback.
+func TestTwoStoreRequestsPerCreate(t *testing.T) {
 	r := newRig(t, mcp.Options{})
 	r.post(callBody(1, "create_ticket", signIn, rawMeta("user-a", "warm-0")))
 	for door, send := range map[string]func(rid string){
@@ -26,8 +26,8 @@ func TestOneStoreRequestPerWarmCreate(t *testing.T) {
 	} {
 		r.env.Requests.Reset()
 		send("warm-" + door)
-		if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 1 || ops["TransactWriteItems"] != 1 {
-			t.Errorf("%s: a warm created call made %v store requests, want one TransactWriteItems", door, ops)
+		if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 2 || ops["GetItem"] != 1 || ops["TransactWriteItems"] != 1 {
+			t.Errorf("%s: a created call made %v store requests, want the user's GetItem and one TransactWriteItems", door, ops)
 		}
 	}
 }

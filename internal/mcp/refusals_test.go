@@ -114,14 +114,14 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
-// TestDisabledAfterCachedSuccess: a user disabled after a success the
-// directory cached is refused at once, and the replay discloses nothing.
+// TestDisabledAfterCachedSuccess: a user disabled after a success is
+// refused at once, and the replay discloses nothing.
 func TestDisabledAfterCachedSuccess(t *testing.T) {
 	r := newRig(t, mcp.Options{})
 	if res := r.post(callBody(1, "create_ticket", signIn, rawMeta("user-b", "disable-1"))).tool(t); res.IsError {
 		t.Fatalf("create: %s", res.Content[0].(*sdk.TextContent).Text)
 	}
-	u, _, err := r.h.Users.Lookup(context.Background(), "user-b")
+	u, err := r.store.LoadUser(context.Background(), "user-b")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,7 +20,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
@@ -65,7 +63,7 @@ func newRig(t testing.TB, o mcp.Options) *rig {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewJSONHandler(r.logs, nil))
-	r.h = callback.NewHandler(v, identity.NewDirectory(r.store, 30*time.Second, nil), r.store, logger)
+	r.h = callback.NewHandler(v, r.store, logger)
 	api := httpapi.New(r.h, "")
 	api.MCP = mcp.New(r.h, o)
 	r.srv = httptest.NewServer(api)

@@ -111,17 +111,10 @@ func (v *Verifier) MaxCost() int { return v.maxCost }
 
 // Verify checks one header value. It returns nil on a match and otherwise
 // one of ErrMissing, ErrMalformed, ErrCost or ErrMismatch. Malformed and
-// over-cost hashes are refused without any BCrypt work.
+// over-cost hashes are refused without any BCrypt work (Precheck).
 func (v *Verifier) Verify(header string) error {
-	if header == "" {
-		return ErrMissing
-	}
-	cost, err := Cost(header)
-	if err != nil {
+	if err := Precheck(header, v.maxCost); err != nil {
 		return err
-	}
-	if cost > v.maxCost {
-		return ErrCost
 	}
 	hash := []byte(header)
 	for _, k := range v.keys {
@@ -130,6 +123,24 @@ func (v *Verifier) Verify(header string) error {
 		}
 	}
 	return ErrMismatch
+}
+
+// Precheck is the part of a nonce check that takes no BCrypt work: it
+// returns ErrMissing, ErrMalformed or ErrCost for a header that is not
+// worth verifying with maxCost the highest cost accepted, and nil for one
+// that is (which may still not match the key).
+func Precheck(header string, maxCost int) error {
+	if header == "" {
+		return ErrMissing
+	}
+	cost, err := Cost(header)
+	if err != nil {
+		return err
+	}
+	if cost > maxCost {
+		return ErrCost
+	}
+	return nil
 }
 
 // compare is the BCrypt work of Verify, one call per key tried (a

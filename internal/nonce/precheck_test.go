@@ -20,8 +20,8 @@ func countCompares(t *testing.T) *int {
 }
 
 // TestPreChecksRunNoBCrypt: a well-formed nonce over the maximum cost, and
-// every malformed one, is refused before any BCrypt work; a nonce within
-// the cost is checked against each key, once. This is what keeps a flood
+// every malformed one, is refused before any BCrypt work (by Precheck
+// alone too); a nonce within the cost is checked against each key, once. This is what keeps a flood
 // of forged cost-10 nonces cheap at NONCE_MAX_COST 9.
 func TestPreChecksRunNoBCrypt(t *testing.T) {
 	const key, other = "the-hook-key-0123456789", "a-previous-key-9876543210"
@@ -68,6 +68,18 @@ func TestPreChecksRunNoBCrypt(t *testing.T) {
 		}
 		if *n != tc.compares {
 			t.Errorf("%s: %d BCrypt comparisons, want %d", tc.name, *n, tc.compares)
+		}
+		// Precheck refuses what Verify refuses without BCrypt, and
+		// passes what needs it.
+		want := tc.want
+		if tc.compares > 0 {
+			want = nil
+		}
+		if err := Precheck(tc.header, tc.v.MaxCost()); !errors.Is(err, want) && (err != nil || want != nil) {
+			t.Errorf("%s: Precheck = %v, want %v", tc.name, err, want)
+		}
+		if *n != tc.compares {
+			t.Errorf("%s: Precheck did BCrypt work", tc.name)
 		}
 	}
 }

@@ -62,6 +62,30 @@ func testNames(t *testing.T, root string) map[string]bool {
 	return names
 }
 
+// TestCitedTestsExist: every test a page names in backticks, as the
+// evidence of what a sentence says, is a test function of the module, so
+// that a renamed or removed test cannot leave a claim without its test.
+func TestCitedTestsExist(t *testing.T) {
+	root, paths, texts := read(t)
+	tests := testNames(t, root)
+	cited := regexp.MustCompile("`(Test[A-Z]\\w*)`")
+	n := 0
+	for _, p := range paths {
+		for _, m := range cited.FindAllStringSubmatch(texts[p], -1) {
+			if m[1] == "TestMain" {
+				continue // the convention, not a test
+			}
+			n++
+			if !tests[m[1]] {
+				t.Errorf("%s cites %s, which no test file declares", p, m[1])
+			}
+		}
+	}
+	if n < 50 {
+		t.Errorf("only %d tests cited in the docs", n)
+	}
+}
+
 // TestShellBlocksSayHowTheyAreChecked: every shell block of the docs says,
 // in its marker, whether a test runs it (TestDocCommands, or the test it
 // names, which must exist), whether it is a make target that is itself a

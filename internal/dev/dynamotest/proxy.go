@@ -43,14 +43,18 @@ type Proxy struct {
 	target string
 	client *http.Client
 
-	mu     sync.Mutex
-	faults map[string][]Fault
-	seen   map[string]int
+	mu         sync.Mutex
+	faults     map[string][]Fault
+	seen       map[string]int
+	consistent map[string]int
 
 	// Conflicts, when set, applies DynamoDB's transaction conflict rule
 	// (and, with its LoseRate, loses answers of applied writes) to every
 	// request that no injected fault answers.
 	Conflicts *Conflicts
+	// Tokens, when set, applies DynamoDB's rule for a transaction's
+	// ClientRequestToken to every request that no injected fault answers.
+	Tokens *Tokens
 }
 
 // NewProxy starts a proxy to target for the duration of the test.
@@ -63,7 +67,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 // StartProxy starts a proxy to target until stop, for the benchmarks.
 func StartProxy(target string) (p *Proxy, stop func()) {
 	tr := &http.Transport{MaxIdleConnsPerHost: 512}
-	p = &Proxy{target: strings.TrimRight(target, "/"), client: &http.Client{Transport: tr}, faults: map[string][]Fault{}, seen: map[string]int{}}
+	p = &Proxy{target: strings.TrimRight(target, "/"), client: &http.Client{Transport: tr}, faults: map[string][]Fault{}, seen: map[string]int{}, consistent: map[string]int{}}
 	srv := httptest.NewServer(p)
 	p.URL = srv.URL
 	return p, func() {
@@ -85,6 +89,12 @@ func (p *Proxy) conflicts() *Conflicts {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.Conflicts
+}
+
+func (p *Proxy) tokens() *Tokens {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Tokens
 }
 
 // Inject queues faults for the next requests of operation op, one per
@@ -109,10 +119,23 @@ func (p *Proxy) Seen(op string) int {
 	return p.seen[op]
 }
 
-func (p *Proxy) next(op string) (Fault, bool) {
+// ConsistentReads reports how many requests of op that reached the proxy
+// asked for a strongly consistent read ("ConsistentRead": true).
+func (p *Proxy) ConsistentReads(op string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.consistent[op]
+}
+
+func (p *Proxy) next(op string, body []byte) (Fault, bool) {
+	var read struct{ ConsistentRead bool }
+	_ = json.Unmarshal(body, &read)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seen[op]++
+	if read.ConsistentRead {
+		p.consistent[op]++
+	}
 	q := p.faults[op]
 	if len(q) == 0 {
 		return Fault{}, false
@@ -125,7 +148,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	target := r.Header.Get("X-Amz-Target")
 	op := target[strings.LastIndexByte(target, '.')+1:]
 	body, _ := io.ReadAll(r.Body)
-	f, ok := p.next(op)
+	f, ok := p.next(op, body)
 	if ok {
 		if f.Delay > 0 {
 			select {
@@ -140,6 +163,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.Error != "" {
 			writeError(w, f)
+			return
+		}
+	}
+	if k := p.tokens(); k != nil {
+		if tf := k.admit(op, body); tf != nil {
+			writeError(w, *tf)
 			return
 		}
 	}

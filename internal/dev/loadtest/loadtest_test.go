@@ -338,11 +338,12 @@ func TestOversizedHeaderOnTheServer(t *testing.T) {
 
 // TestLogLevel starts the real server with LOG_LEVEL=DEBUG and with
 // LOG_LEVEL=INFO, each in front of a store that throttles its first
-// transaction, and makes the same two calls. At DEBUG the log says where
-// the user record came from, which key policy was used and which store
-// attempt failed with which AWS error code; at INFO it holds no DEBUG line.
+// transaction, and makes the same two calls. At DEBUG the log says how
+// long each call waited for its user record after the nonce's check, which
+// key policy was used and which store attempt failed with which AWS error
+// code; at INFO it holds no DEBUG line.
 func TestLogLevel(t *testing.T) {
-	debugLines := []string{`"msg":"user record","cache":"miss"`, `"msg":"user record","cache":"hit"`,
+	debugLines := []string{`"msg":"user record","waited_ms":`,
 		`"msg":"key policy","function":"create_ticket","policy":"arguments"`,
 		`"msg":"store attempt failed","op":"TransactWriteItems","code":"ThrottlingException"`}
 	for _, level := range []string{"DEBUG", "INFO"} {

@@ -23,7 +23,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
@@ -78,7 +77,7 @@ func newServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	s := &server{env: env, versions: map[string]int{}}
-	api := httpapi.New(callback.NewHandler(v, identity.NewDirectory(store, 30*time.Second, nil), store, nil), "")
+	api := httpapi.New(callback.NewHandler(v, store, nil), "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.versions[r.Header.Get("MCP-Protocol-Version")]++

@@ -20,7 +20,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
-	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
@@ -86,7 +85,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := callback.NewHandler(v, identity.NewDirectory(store, 30*time.Second, nil), store, nil)
+	h := callback.NewHandler(v, store, nil)
 	srv := httptest.NewServer(httpapi.New(h, ""))
 	t.Cleanup(srv.Close)
 	n, err := nonce.Generate(localdb.DemoHookKey, 9)

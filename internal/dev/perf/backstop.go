@@ -89,7 +89,7 @@ func Backstop(ctx context.Context, st *Store) (BackstopResult, error) {
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		_, tk, _, err := svc.Store.ReadTicket(ctx, "user-a", id)
+		tk, _, err := svc.Store.ReadTicket(ctx, id)
 		if err != nil || tk == nil {
 			return r, fmt.Errorf("read ticket %s: %v", id, err)
 		}

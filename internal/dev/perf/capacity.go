@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,7 +110,7 @@ func capacity(ctx context.Context, o Options, n int, withPeer bool) (r CapacityR
 		return r, err
 	}
 	defer func() { _ = svc.Close() }()
-	if err := callRows(run, client, svc.URL, "oncecall, no destination", capacityTable, "cap", n); err != nil {
+	if _, err := createdRows(run, client, svc.URL, "oncecall, no destination", capacityTable, "cap", n); err != nil {
 		return r, err
 	}
 
@@ -239,22 +240,9 @@ func inlineRows(ctx context.Context, run *capacityRun, w *delivery.Worker, c *Cl
 	})
 }
 
-// callRows measures the created call of a user the service has not cached
-// yet, then created calls, replays and get_ticket.
-func callRows(run *capacityRun, c *Client, url, side, table, prefix string, n int) error {
-	if err := run.measure(side, "create_ticket, created, user record not cached (a container's first call of the user)", table, 1, func() error {
-		_, err := c.Expect(url, CreateBody("user-c", prefix+"-cold"), "created")
-		return err
-	}); err != nil {
-		return err
-	}
-	_, err := createdRows(run, c, url, side, table, prefix, n)
-	return err
-}
-
-// createdRows measures n created calls of user-a (after one that caches the
-// user), n replays of them and n get_ticket calls of their tickets, and
-// returns the tickets' ids.
+// createdRows measures n created calls of user-a (after one that warms the
+// connections), n replays of them and n get_ticket calls of their tickets,
+// and returns the tickets' ids.
 func createdRows(run *capacityRun, c *Client, url, side, table, prefix string, n int) ([]string, error) {
 	warm, _, err := c.Post(url, CreateBody("user-a", prefix+"-warm"))
 	if err != nil {
@@ -436,6 +424,13 @@ func adminRows(ctx context.Context, run *capacityRun, ids []string) (int, error)
 			}
 			return err
 		}},
+		{"user delete (read, then a conditional delete)", func() error {
+			read, err := admin.User(ctx, newUser.ExternalID)
+			if err != nil {
+				return err
+			}
+			return admin.DeleteUser(ctx, read)
+		}},
 		{"find -ticket", func() error { _, err := admin.FindTicket(ctx, ids[0]); return err }},
 		{"find -op", func() error { _, err := admin.FindOperation(ctx, found.Ticket.OperationKey); return err }},
 		{"find -tenant -request", func() error {
@@ -513,7 +508,7 @@ func peerRows(ctx context.Context, run *capacityRun, o Options, c *Client, n int
 func capacityPart(ctx context.Context, o Options, w *strings.Builder) error {
 	w.WriteString("## What a call costs: capacity measured\n\n")
 	r, err := Capacity(ctx, o, o.CapacitySamples)
-	fmt.Fprintf(w, "Read and write units as the store's answers report them (`ConsumedCapacity` with `ReturnConsumedCapacity: INDEXES`: the table's units and each index's), summed per kind of call by the counting front before the store; nothing here is computed by hand. The store is dynoxide (crate `dynoxide-rs` %[2]s, reporting itself as `%[1]s`), which computes consumed capacity by DynamoDB's published rules: 1 write unit per KB of an item written (the larger of before and after for an update), 2 for a transactional write, a `ConditionCheck` charged as a write on the item it read; 1 read unit per 4 KB for a strongly consistent read, 2 in a transaction, half for an eventually consistent read or query; index arms charged as the same writes outside a transaction. oncecall asks for `INDEXES` on every request itself (`dynamo.Options`); the Powertools peer's SDK does not ask, so the front adds `\"ReturnConsumedCapacity\":\"INDEXES\"` to each of its requests that lacks it (the last column counts them) and sums its answers the same way. Every row is the average over its calls, one after another, made in this run on this one store (tables `%[3]s`, `%[4]s`, `%[6]s`, `%[5]s`); oncecall's calls are warm (the user cached) but for the first row, the admin commands run once each through `dynamo.Admin`'s methods that the command calls.\n\n",
+	fmt.Fprintf(w, "Read and write units as the store's answers report them (`ConsumedCapacity` with `ReturnConsumedCapacity: INDEXES`: the table's units and each index's), summed per kind of call by the counting front before the store; nothing here is computed by hand. The store is dynoxide (crate `dynoxide-rs` %[2]s, reporting itself as `%[1]s`), which computes consumed capacity by DynamoDB's published rules: 1 write unit per KB of an item written (the larger of before and after for an update), 2 for a transactional write, a `ConditionCheck` charged as a write on the item it read; 1 read unit per 4 KB for a strongly consistent read, 2 in a transaction, half for an eventually consistent read or query; index arms charged as the same writes outside a transaction. oncecall asks for `INDEXES` on every request itself (`dynamo.Options`); the Powertools peer's SDK does not ask, so the front adds `\"ReturnConsumedCapacity\":\"INDEXES\"` to each of its requests that lacks it (the last column counts them) and sums its answers the same way. Every row is the average over its calls, one after another, made in this run on this one store (tables `%[3]s`, `%[4]s`, `%[6]s`, `%[5]s`); every oncecall call reads its user's record (a consistent `GetItem`: nothing caches it), the admin commands run once each through `dynamo.Admin`'s methods that the command calls.\n\n",
 		localdb.ReportedVersion, localdb.Version, capacityTable, capacityDestTable, PeerTable, capacityInlineTable)
 	w.WriteString("An answer with an error (a cancelled transaction, a failed condition) carries no `ConsumedCapacity`, on this store as on DynamoDB, so such a request counts **0** units here; the column \"answers without capacity\" says how many there were. DynamoDB's documentation says a conditional write whose condition fails still consumes write units, and does not say how a cancelled transaction is billed: those requests may cost more on your bill than this table shows.\n\n")
 	w.WriteString("The tickets are `perf.CreateBody`'s (a title, a two-line description, two tags): under 1 KB with their delivery attributes or without, so a destination adds no unit to the created call here; a ticket that its delivery attributes carry over 1 KB costs 2 write units more in the transaction (as `internal/dynamo`'s tests measure) and each update is billed on the whole item. The sweep rows are one sweep each; the first found every retry scheduled above due and delivered it.\n\n")
@@ -521,7 +516,45 @@ func capacityPart(ctx context.Context, o Options, w *strings.Builder) error {
 	if r.Items > 0 {
 		fmt.Fprintf(w, "\n`delivery recover` scans the whole table: its units grow with the table (here %d items).\n", r.Items)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	w.WriteString("\n")
+	return capacityTargets(w, r.Rows)
+}
+
+// capacityTargets writes the capacity run's targets: a created call's
+// write units (7 while each create checked a copy of its user's grant in
+// its transaction, a ConditionCheck charged as 2) and the writes of the
+// user changes (257 and 258 while each wrote 256 copies).
+func capacityTargets(w *strings.Builder, rows []CapacityRow) error {
+	find := func(side, call string) (CapacityRow, error) {
+		for _, r := range rows {
+			if r.Side == side && r.Call == call {
+				return r, nil
+			}
+		}
+		return CapacityRow{}, fmt.Errorf("no capacity row %q of %q", call, side)
+	}
+	created, err := find("oncecall, no destination", "create_ticket, created")
+	if err != nil {
+		return err
+	}
+	units := created.Total().Total().Write / float64(created.Calls)
+	target(w, "write units per created call, from the store's answers", ftoa(units, 2), "≤ 5 (7 before)", units <= 5)
+	var got []string
+	met := true
+	for _, call := range []string{"user add", "user disable (read, then a conditional update)"} {
+		r, err := find("oncecall-admin", call)
+		if err != nil {
+			return err
+		}
+		n := r.Requests["PutItem"] + r.Requests["UpdateItem"] + r.Requests["DeleteItem"] + r.Requests["TransactWriteItems"]
+		got = append(got, strconv.FormatInt(n, 10))
+		met = met && n == 1
+	}
+	target(w, "writes of user add, user disable", strings.Join(got, ", "), "1 each (257, 257 before)", met)
+	return nil
 }
 
 // CapacityTable formats rows as the report's table.

@@ -41,11 +41,11 @@ func TestCapacityIsMeasuredFromAnswers(t *testing.T) {
 	}
 	const plain, dest, inline = "oncecall, no destination", "oncecall, webhook destination", "oncecall, webhook destination, inline first attempt"
 	created := row(plain, "create_ticket, created")
-	if c := created.Total(); c.Reported != c.Requests || c.Total().Write <= 0 || c.Index().Write <= 0 || c.Total().Read != 0 {
-		t.Errorf("created call: %+v, want write units for the table and the lookup index from every answer", c)
+	if c := created.Total(); c.Reported != c.Requests || c.Total().Write <= 0 || c.Index().Write <= 0 || c.Table.Read != float64(created.Calls) {
+		t.Errorf("created call: %+v, want write units for the table and the lookup index from every answer, and one read unit per call (the user's record)", c)
 	}
-	if c := row(plain, "create_ticket, replay").Total(); c.Reported != 0 || c.Total().Write != 0 {
-		t.Errorf("replay: %+v, want answers without capacity and no write units", c)
+	if c := row(plain, "create_ticket, replay").Units["TransactWriteItems"]; c.Reported != 0 || c.Total().Write != 0 {
+		t.Errorf("replay's transactions: %+v, want answers without capacity and no write units", c)
 	}
 	if c := row(plain, "get_ticket").Total(); c.Total().Read <= 0 || c.Total().Write != 0 {
 		t.Errorf("get_ticket: %+v, want read units only", c)
@@ -67,10 +67,14 @@ func TestCapacityIsMeasuredFromAnswers(t *testing.T) {
 	if got := row(inline, "create_ticket, created and delivered").Total().Total().Write; got <= withDest {
 		t.Errorf("created and delivered inline: %v write units, want more than created alone (%v)", got, withDest)
 	}
-	for _, call := range []string{"user add", "user disable", "user list", "find -ticket", "find -op", "find -tenant", "delivery list", "delivery settle", "delivery recover"} {
+	for _, call := range []string{"user add", "user disable", "user delete", "user list", "find -ticket", "find -op", "find -tenant", "delivery list", "delivery settle", "delivery recover"} {
 		if c := row("oncecall-admin", call).Total(); c.Reported != c.Requests || c.Total() == (dynamo.Units{}) {
 			t.Errorf("%s: %+v, want units from every answer", call, c)
 		}
+	}
+	var targets strings.Builder
+	if err := capacityTargets(&targets, r.Rows); err != nil || strings.Count(targets.String(), "|yes-->") != 2 {
+		t.Errorf("capacity targets (%v):\n%s", err, targets.String())
 	}
 	table := CapacityTable(r.Rows)
 	if n := strings.Count(table, "\n"); n != len(r.Rows)+2 {
@@ -98,5 +102,18 @@ func TestSpliceReplacesOnlyItsSection(t *testing.T) {
 	note := updated("## C\n\nc\n", Options{Command: "cmd"}, time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC))
 	if !strings.HasPrefix(note, "## C\n\n_This section was written by `cmd` on 2026-12-01 20:00 UTC") || !strings.HasSuffix(note, "\nc\n") {
 		t.Errorf("updated: %q", note)
+	}
+}
+
+// TestRetargetSummarizesEverySection checks -update's targets table: it is
+// rebuilt from the markers of the sections as they now are, a spliced
+// section's rows replacing the old ones.
+func TestRetargetSummarizesEverySection(t *testing.T) {
+	doc := "# r\n\n## Targets\n\n| Target | Measured | Goal | Met |\n|---|---|---|---|\n| a | 1 | ≤ 2 | yes |\n| b | 9 | ≤ 5 | **no** |\n\n## A\n\n<!--target|a|1|≤ 2|yes-->\n\n## B\n\n<!--target|b|9|≤ 5|**no**-->\n"
+	doc = splice(doc, "## B\n\n<!--target|b|4|≤ 5|yes-->\n<!--target|c|0|0|yes-->\n\n")
+	got := retarget(doc)
+	want := "# r\n\n## Targets\n\n| Target | Measured | Goal | Met |\n|---|---|---|---|\n| a | 1 | ≤ 2 | yes |\n| b | 4 | ≤ 5 | yes |\n| c | 0 | 0 | yes |\n\n## A\n\n"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("retarget:\n%q\nwant it to start\n%q", got, want)
 	}
 }

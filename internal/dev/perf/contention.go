@@ -23,6 +23,9 @@ const (
 	// contentionUsers is how many users the spread load is spread over.
 	contentionUsers = 256
 	contentionTable = "oncecall-contention"
+	// contentionWindows is how many windows each load of a concurrency
+	// runs in, taking turns with the other's.
+	contentionWindows = 6
 )
 
 // contentionConcurrency are the numbers of concurrent callers measured.
@@ -35,6 +38,13 @@ type LoadRun struct {
 	Busy, Other    int64
 	Took           time.Duration
 	Cancelled      int
+}
+
+// add counts window w of the same load in l.
+func (l *LoadRun) add(w LoadRun) {
+	l.Calls, l.Created, l.Busy, l.Other = l.Calls+w.Calls, l.Created+w.Created, l.Busy+w.Busy, l.Other+w.Other
+	l.Took += w.Took
+	l.Cancelled += w.Cancelled
 }
 
 // Rate is created calls per second.
@@ -60,7 +70,7 @@ type ContentionResult struct {
 // contentionHold): for each concurrency, one user's callers, then the
 // same callers spread over contentionUsers users, each for d. Then the
 // seed's burst: ten identical calls at once, five through each of two
-// services (two containers: their own caches and store clients), real
+// services (two containers: their own store clients), real
 // nonces at AIVAX's cost, bursts times.
 func Contention(ctx context.Context, st *Store, d time.Duration, bursts int) (ContentionResult, error) {
 	var r ContentionResult
@@ -82,7 +92,7 @@ func Contention(ctx context.Context, st *Store, d time.Duration, bursts int) (Co
 		}
 	}
 	svc.Handler.Verifier = NoNonceCheck{}
-	load := func(callers int, pick func(caller, i int) string) (LoadRun, error) {
+	load := func(callers int, d time.Duration, pick func(caller, i int) string) (LoadRun, error) {
 		lr := LoadRun{Callers: callers}
 		before := rule.Stats().Cancelled
 		var calls, created, busy, other atomic.Int64
@@ -92,7 +102,7 @@ func Contention(ctx context.Context, st *Store, d time.Duration, bursts int) (Co
 		start := time.Now()
 		for c := range callers {
 			wg.Go(func() {
-				client := NewClient("")
+				client := NewClient(UncheckedNonce)
 				defer client.Close()
 				for i := 0; time.Now().Before(deadline); i++ {
 					reply, _, err := client.Post(svc.URL, CreateBody(pick(c, i), fmt.Sprintf("load-%d-%d-%d-%d", callers, c, i, start.UnixNano())))
@@ -120,18 +130,24 @@ func Contention(ctx context.Context, st *Store, d time.Duration, bursts int) (Co
 		}
 		return lr, st.Prune(ctx, contentionTable)
 	}
+	// The two loads of a concurrency take turns, contentionWindows
+	// windows each, each going first in every other pair, so that what
+	// else the machine does weighs on both alike.
+	oneUser := func(int, int) string { return users[0] }
+	spreadUsers := func(caller, i int) string { return users[(caller*7919+i)%contentionUsers] }
 	for _, c := range contentionConcurrency {
-		one, err := load(c, func(int, int) string { return users[0] })
-		one.Users = 1
-		if err != nil {
-			return r, err
+		runs := [2]LoadRun{{Callers: c, Users: 1}, {Callers: c, Users: contentionUsers}}
+		picks := [2]func(int, int) string{oneUser, spreadUsers}
+		for i := range contentionWindows {
+			for _, k := range [][2]int{{0, 1}, {1, 0}}[i%2] {
+				w, err := load(c, d/contentionWindows, picks[k])
+				if err != nil {
+					return r, err
+				}
+				runs[k].add(w)
+			}
 		}
-		spread, err := load(c, func(caller, i int) string { return users[(caller*7919+i)%contentionUsers] })
-		spread.Users = contentionUsers
-		if err != nil {
-			return r, err
-		}
-		r.Runs = append(r.Runs, [2]LoadRun{one, spread})
+		r.Runs = append(r.Runs, runs)
 	}
 
 	// The seed's burst, through two services with real nonces.
@@ -192,8 +208,8 @@ func contentionPart(ctx context.Context, o Options, w *strings.Builder) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "No emulator models DynamoDB's transaction conflicts, so the store is reached through the fault proxy applying the documented rule (`dynamotest.Conflicts`: a transaction holds every item it includes, a `ConditionCheck`'s too, for %s, and cancels any other that includes one; a plain write of a held item is refused). Created calls go through the local HTTP path behind the nonce check (an Authenticator that accepts every call: BCrypt's cost is per core, not per user, and would hide the store), distinct operations, for %s per run: one user's callers, then the same number spread over %d users.\n\n",
-		contentionHold, o.ContentionDuration, contentionUsers)
+	fmt.Fprintf(w, "No emulator models DynamoDB's transaction conflicts, so the store is reached through the fault proxy applying the documented rule (`dynamotest.Conflicts`: a transaction holds every item it includes, a `ConditionCheck`'s too, for %s, and cancels any other that includes one; a plain write of a held item is refused). Created calls go through the local HTTP path behind the nonce check (an Authenticator that accepts every call: BCrypt's cost is per core, not per user, and would hide the store), distinct operations, for %s per load in %d windows, the two loads taking turns, each first in every other pair: one user's callers, and the same number spread over %d users. No call's transaction includes an item another call's does (the user's record is read before it, never checked in it), so the one user's calls cancel none of each other's: the last column counts the transactions the rule cancelled.\n\n",
+		contentionHold, o.ContentionDuration, contentionWindows, contentionUsers)
 	w.WriteString("| Callers | One user: creates/s | busy | Spread: creates/s | busy | One ÷ spread | Transactions cancelled (one, spread) |\n|---:|---:|---:|---:|---:|---:|---|\n")
 	worst, worstBusy := 0.0, 0.0
 	for i, p := range r.Runs {
@@ -205,10 +221,10 @@ func contentionPart(ctx context.Context, o Options, w *strings.Builder) error {
 		fmt.Fprintf(w, "| %d | %s | %s%% | %s | %s%% | **%s** | %d, %d |\n", p[0].Callers, ftoa(p[0].Rate(), 0), ftoa(100*p[0].BusyRate(), 2),
 			ftoa(p[1].Rate(), 0), ftoa(100*p[1].BusyRate(), 2), ftoa(ratio, 3), p[0].Cancelled, p[1].Cancelled)
 	}
-	fmt.Fprintf(w, "\nThe seed's burst, through two services of one store (each its own cache and store client, as two containers), real cost-%d nonces: ten identical calls at once, %d times: **%d of %d** ended 1 created and 9 deduplicated; %d answers busy in all.\n\n",
+	fmt.Fprintf(w, "\nThe seed's burst, through two services of one store (each its own store client, as two containers), real cost-%d nonces: ten identical calls at once, %d times: **%d of %d** ended 1 created and 9 deduplicated; %d answers busy in all.\n\n",
 		AIVAXCost, r.BurstRuns, r.BurstClean, r.BurstRuns, r.BurstBusy)
-	target(w, "one user's creates/s ÷ spread over 256 users, worst of 16/64/256 callers", ftoa(worst, 3), "≥ 0.9", worst >= 0.9)
-	target(w, "busy answers under the conflict rule, worst run", ftoa(100*worstBusy, 2)+"%", "≤ 0.1%", worstBusy <= 0.001)
+	target(w, "one user's creates/s ÷ spread over 256 users, worst of 16/64/256 callers", ftoa(worst, 3), "≥ 0.95", worst >= 0.95)
+	target(w, "busy answers under the conflict rule, worst run", ftoa(100*worstBusy, 2)+"%", "0", worstBusy == 0)
 	target(w, "the seed's burst: 1 created + 9 deduplicated, 0 busy", fmt.Sprintf("%d of %d", r.BurstClean, r.BurstRuns), "every run", r.BurstClean == r.BurstRuns && r.BurstBusy == 0)
 	return nil
 }

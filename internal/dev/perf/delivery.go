@@ -105,7 +105,7 @@ func Delivery(ctx context.Context, st *Store, n int) (DeliveryResult, error) {
 	time.Sleep(100 * time.Millisecond)
 	r.Requests = st.Front.Counts().Since(before, deliveryTable)
 	for id, at := range received {
-		_, tk, _, err := svc.Store.ReadTicket(ctx, "user-a", id)
+		tk, _, err := svc.Store.ReadTicket(ctx, id)
 		if err != nil {
 			return r, fmt.Errorf("read ticket %s: %w", id, err)
 		}
@@ -206,16 +206,16 @@ func deliveryPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "| helpdesk round trip, direct | %s | %s |\n", ms(r.Helpdesk.P50()), ms(r.Helpdesk.P99()))
 	fmt.Fprintf(w, "| delivery latency (ticket stamped → helpdesk received) | %s | %s |\n\n", ms(r.Latency.P50()), ms(r.Latency.P99()))
 	updates, gets, txs := r.Requests["UpdateItem"], r.Requests["GetItem"], r.Requests["TransactWriteItems"]
-	fmt.Fprintf(w, "Store requests of the run, counted at the store: %s per created call. The callback's own path is the transaction (%s per call); the worker's are the lease and the result, **%s UpdateItem per delivered ticket**, and the read of the leased ticket, a consistent GetItem (the worker's role may not ask an update for the item back: it may write only the delivery's own attributes); the rest are the user record's first read (one GetItem in the run) and the sweeps, once a second here (each, whatever there is to do, three queries of the earlier attention index for entries to relist, a query of each of the %d queued shards of the attention index for due retries, and one of each shard of the three states for the backlog); the stream's own reads (`GetRecords` every 5 ms here) are not the table's and are not counted.\n\n",
+	fmt.Fprintf(w, "Store requests of the run, counted at the store: %s per created call. The callback's own path is the user's record (a consistent GetItem) and the transaction (%s per call); the worker's are the lease and the result, **%s UpdateItem per delivered ticket**, and the read of the leased ticket, a consistent GetItem (the worker's role may not ask an update for the item back: it may write only the delivery's own attributes); the rest are the sweeps, once a second here (each, whatever there is to do, three queries of the earlier attention index for entries to relist, a query of each of the %d queued shards of the attention index for due retries, and one of each shard of the three states for the backlog); the stream's own reads (`GetRecords` every 5 ms here) are not the table's and are not counted.\n\n",
 		Describe(r.Requests, r.Created), ftoa(float64(txs)/float64(r.Created), 2), ftoa(float64(updates)/float64(r.Delivered), 2), dynamo.AttentionShards)
 	slack := r.Latency.P50() - r.Helpdesk.P50()
 	target(w, "delivery latency p50 − helpdesk round trip p50", ms(slack), "≤ 100 ms", slack <= 100*time.Millisecond)
-	// The run's one GetItem that is not the worker's: the callback reads
-	// user-a's record once, its cache being cold at the first call.
-	const userReads = 1
+	// The run's GetItems that are not the worker's: the callback reads
+	// user-a's record on every call.
+	userReads := int64(r.Created)
 	perDelivery := float64(updates+gets-userReads) / float64(r.Delivered)
 	target(w, "store requests per successful delivery (lease, ticket read, result)", ftoa(perDelivery, 2), "≤ 3", perDelivery <= 3)
-	perCall := float64(txs) / float64(r.Created)
-	target(w, "store requests of a created call with a destination", ftoa(perCall, 2), "1", perCall == 1)
+	perCall := float64(txs+userReads) / float64(r.Created)
+	target(w, "store requests of a created call with a destination (user read, transaction)", ftoa(perCall, 2), "2 (1 before)", perCall == 2)
 	return nil
 }

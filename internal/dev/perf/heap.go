@@ -32,7 +32,6 @@ type HeapResult struct {
 	Calls1, Calls2           int
 	HeapInuse1, HeapInuse2   uint64
 	Goroutines1, Goroutines2 int
-	Cached1, Cached2         int
 	Kinds                    map[string]int
 }
 
@@ -155,23 +154,23 @@ func Heap(ctx context.Context, storeURL string, users, first, second int, door s
 		close(errs)
 		return <-errs
 	}
-	measure := func() (uint64, int, int) {
+	measure := func() (uint64, int) {
 		client.Close() // idle connections are not the server's to keep
 		time.Sleep(100 * time.Millisecond)
 		runtime.GC()
 		runtime.GC()
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
-		return m.HeapInuse, runtime.NumGoroutine(), svc.Handler.Users.Len()
+		return m.HeapInuse, runtime.NumGoroutine()
 	}
 	if err := run(0, first); err != nil {
 		return r, err
 	}
-	r.HeapInuse1, r.Goroutines1, r.Cached1 = measure()
+	r.HeapInuse1, r.Goroutines1 = measure()
 	if err := run(first, second); err != nil {
 		return r, err
 	}
-	r.HeapInuse2, r.Goroutines2, r.Cached2 = measure()
+	r.HeapInuse2, r.Goroutines2 = measure()
 	return r, nil
 }
 

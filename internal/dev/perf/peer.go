@@ -142,7 +142,7 @@ func Peer(ctx context.Context, o Options) (PeerResult, error) {
 	r.Oncecall = &side{name: "oncecall", url: svc.URL, table: svc.Table}
 	r.Powertools = &side{name: "Powertools", url: peerURL, table: PeerTable}
 	sides := []*side{r.Oncecall, r.Powertools}
-	client := NewClient("")
+	client := NewClient(UncheckedNonce)
 	defer client.Close()
 
 	// Both answer the same callbacks the same way before anything is timed.
@@ -281,7 +281,7 @@ func peerPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "The same create_ticket semantics on `@aws-lambda-powertools/idempotency` 2.35.0 with its `DynamoDBPersistenceLayer` (AWS SDK v3 `@aws-sdk/client-dynamodb` 3.1162.0 with an endpoint override) in `bench/peers/server.mjs`, served by Node %s over loopback HTTP, against the same embedded store as oncecall (separate tables, one server). Both get the same AIVAX callbacks from the same client, alternating, and first answer the same nine checks alike (created, deduplicated, request_id_conflict, another tenant's own operation, disabled user, function not granted, unknown user, invalid arguments, missing request_id); nonce verification is left out of both (oncecall's handler is given an Authenticator that accepts every call). Store requests are counted at the store side by a counting front before the store, per table, for both alike; the front returns the old item with a failed condition, as DynamoDB does, for both. Single-client: %d created calls and %d replays per side; throughput: %d clients, %s per side in 10 windows taking turns.\n\n",
 		nodeVersion(), len(oc.created), len(oc.replays), r.Clients, o.Duration)
 	w.WriteString("| | Store requests per created call | Store requests per replay | Created p50 | Created p99 | Replay p50 | Replay p99 | Created calls/s (concurrent) | Guarantees |\n|---|---|---|---:|---:|---:|---:|---:|---|\n")
-	fmt.Fprintf(w, "| oncecall | %s | %s | %s | %s | %s | %s | %s | Claim, user re-check and ticket in one TransactWriteItems: the effect and the idempotency record commit together or not at all; a revoked user cannot write. |\n",
+	fmt.Fprintf(w, "| oncecall | %s | %s | %s | %s | %s | %s | %s | The user's record read on every call (a strongly consistent GetItem, beside the nonce's BCrypt, which this comparison leaves out), then claim and ticket in one TransactWriteItems: the effect and the idempotency record commit together or not at all; a user disabled is refused by the next call, and no call that read the earlier record commits or answers a stored result once oncecall-admin returns. |\n",
 		Describe(oc.createdOps, len(oc.created)), Describe(oc.replayOps, len(oc.replays)), ms(oc.created.P50()), ms(oc.created.P99()), ms(oc.replays.P50()), ms(oc.replays.P99()), ftoa(oc.rate(), 1))
 	fmt.Fprintf(w, "| Powertools | %s | %s | %s | %s | %s | %s | %s | Not atomic: the INPROGRESS record (PutItem), the handler's ticket (PutItem) and the COMPLETED record (UpdateItem) are separate writes; a crash after the ticket and before the update leaves an INPROGRESS record that expires and lets the call run again (a second ticket); the user is checked from the cache only. |\n",
 		Describe(pt.createdOps, len(pt.created)), Describe(pt.replayOps, len(pt.replays)), ms(pt.created.P50()), ms(pt.created.P99()), ms(pt.replays.P50()), ms(pt.replays.P99()), ftoa(pt.rate(), 1))
@@ -296,8 +296,11 @@ func peerPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "Time the store itself spent per single-client created call (measured around its handler, at the store side): oncecall %s, Powertools %s; mean latency outside the store, which is each side's own machinery (HTTP, handler, SDK, idempotency logic): oncecall %s, Powertools %s (ratio %s). The local store (dynoxide) serializes every request in one process, which DynamoDB does not; both tables are still pruned back to their user records between samples, as in earlier runs, so that both sides meet tables of the same size (every 50 created calls, before each phase and each throughput window; never during a timed call), and the replays cycle over %d operations of each side.\n\n",
 		ms(perCall(oc)), ms(perCall(pt)), ms(outside(oc)), ms(outside(pt)), ratio(float64(outside(oc)), float64(outside(pt))), replayed)
 	w.WriteString("Latency ratios below 1 and a calls/s ratio above 1 favour oncecall. Node runs JavaScript on one thread, oncecall's handler on both cores; in the concurrent windows the client, both servers and the store (which serves one request at a time) share the same two cores, which on AWS they would not. Under Lambda each container serves one call at a time, where the single-client columns are the ones that matter. Powertools' `useLocalCache` (off by default, and off here) would answer some replays from the container's memory without a store request.\n\n")
-	target(w, "store requests per created call, oncecall (Powertools)", fmt.Sprintf("%s (%s)", ftoa(float64(Total(oc.createdOps))/float64(len(oc.created)), 2), ftoa(float64(Total(pt.createdOps))/float64(len(pt.created)), 2)), "1 (warm)", Total(oc.createdOps) == int64(len(oc.created)))
-	target(w, "store requests per replay, oncecall (Powertools)", fmt.Sprintf("%s (%s)", ftoa(float64(Total(oc.replayOps))/float64(len(oc.replays)), 2), ftoa(float64(Total(pt.replayOps))/float64(len(pt.replays)), 2)), "1 (warm)", Total(oc.replayOps) == int64(len(oc.replays)))
+	// Two each: the user's record and the transaction (one, the
+	// transaction, while a container cached user records and checked a
+	// copy of the grant inside it).
+	target(w, "store requests per created call, oncecall (Powertools)", fmt.Sprintf("%s (%s)", ftoa(float64(Total(oc.createdOps))/float64(len(oc.created)), 2), ftoa(float64(Total(pt.createdOps))/float64(len(pt.created)), 2)), "2: read and transaction (1 before)", Total(oc.createdOps) == 2*int64(len(oc.created)))
+	target(w, "store requests per replay, oncecall (Powertools)", fmt.Sprintf("%s (%s)", ftoa(float64(Total(oc.replayOps))/float64(len(oc.replays)), 2), ftoa(float64(Total(pt.replayOps))/float64(len(pt.replays)), 2)), "2: read and transaction (1 before)", Total(oc.replayOps) == 2*int64(len(oc.replays)))
 	return nil
 }
 

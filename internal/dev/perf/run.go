@@ -116,6 +116,7 @@ func Run(ctx context.Context, o Options) error {
 		for _, sec := range sections {
 			out = splice(out, sec)
 		}
+		out = retarget(out)
 		if err := os.WriteFile(o.Out, []byte(out), 0o644); err != nil {
 			return err
 		}
@@ -268,4 +269,27 @@ func splice(doc, sec string) string {
 		sec = "\n" + sec
 	}
 	return doc[:at] + sec + doc[at:]
+}
+
+// retarget rebuilds the targets table of doc (the rows under "## Targets")
+// from the target markers of every section it holds, so that a section
+// spliced in by -update is summarized with its own figures.
+func retarget(doc string) string {
+	const head = "\n## Targets\n\n| Target | Measured | Goal | Met |\n|---|---|---|---|\n"
+	i := strings.Index(doc, head)
+	if i < 0 {
+		return doc
+	}
+	start := i + len(head)
+	end := start
+	for end < len(doc) && strings.HasPrefix(doc[end:], "| ") {
+		nl := strings.IndexByte(doc[end:], '\n')
+		if nl < 0 {
+			end = len(doc)
+			break
+		}
+		end += nl + 1
+	}
+	rows := summaryLines(doc[end:])
+	return doc[:start] + strings.Join(rows, "\n") + "\n" + doc[end:]
 }

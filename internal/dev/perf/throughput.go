@@ -68,7 +68,7 @@ func Throughput(ctx context.Context, st *Store, clients int, d time.Duration) (T
 	}
 	client := NewClient(hash)
 	defer client.Close()
-	for i := range clients { // warm: connections and the user cache
+	for i := range clients { // warm: connections
 		if _, err := client.Expect(svc.URL, CreateBody("user-a", "tp-warm-"+strconv.Itoa(i)), "created"); err != nil {
 			return r, err
 		}

@@ -7,12 +7,10 @@ import (
 
 // StoreActions is what each method of dynamo.API needs in IAM terms: a
 // transaction needs the action of each kind of item in it, and oncecall's
-// transactions hold ConditionCheck and Put (TransactWriteItems) and Get
-// (TransactGetItems). A test in this package fails when dynamo.API gains a
-// method this map does not name.
+// one transaction holds two Puts (TransactWriteItems). A test in this
+// package fails when dynamo.API gains a method this map does not name.
 var StoreActions = map[string][]string{
-	"TransactWriteItems": {"dynamodb:ConditionCheckItem", "dynamodb:PutItem"},
-	"TransactGetItems":   {"dynamodb:GetItem"},
+	"TransactWriteItems": {"dynamodb:PutItem"},
 	"GetItem":            {"dynamodb:GetItem"},
 	"PutItem":            {"dynamodb:PutItem"},
 	"UpdateItem":         {"dynamodb:UpdateItem"},

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+)
+
+// TestTakingAccessAwayWaits: user disable, user revoke and user delete
+// return only after callback.RevocationWait, saying on standard error what
+// they wait for and how long, and -json says how long they waited; the
+// same change run again (found done, as after an interrupted run) waits
+// too. -no-wait returns at once and says what it did not wait for. The
+// changes that give access wait for nothing.
+func TestTakingAccessAwayWaits(t *testing.T) {
+	r := newRig(t)
+	r.vars["ONCECALL_OPERATOR"] = "tester"
+	wait := callback.RevocationWait
+	for _, tc := range []struct {
+		args  []string
+		waits bool
+	}{
+		{[]string{"user", "disable", "-id", "user-b"}, true},
+		{[]string{"user", "disable", "-id", "user-b"}, true}, // already disabled
+		{[]string{"user", "revoke", "-id", "user-a", "-function", "create_ticket"}, true},
+		{[]string{"user", "revoke", "-id", "user-a", "-function", "create_ticket"}, true}, // already revoked
+		{[]string{"user", "delete", "-id", "user-c"}, true},
+		{[]string{"user", "enable", "-id", "user-b"}, false},
+		{[]string{"user", "grant", "-id", "user-a", "-function", "create_ticket"}, false},
+		{[]string{"user", "rename", "-id", "user-a", "-name", "Alice"}, false},
+	} {
+		r.waits = nil
+		res := r.must(exitOK, tc.args...)
+		if !tc.waits {
+			if len(r.waits) != 0 || strings.Contains(res.stderr, "waiting") {
+				t.Errorf("%v waited %v: %s", tc.args, r.waits, res.stderr)
+			}
+			continue
+		}
+		if !slices.Equal(r.waits, []time.Duration{wait}) {
+			t.Errorf("%v waited %v, want %v", tc.args, r.waits, wait)
+		}
+		says := fmt.Sprintf("waiting %s: a call of %s that read its earlier record may still create a ticket or show a stored result until its deadline (%s), and a write it sent may still land up to %s after that",
+			wait, tc.args[3], callback.Deadline, callback.LateWriteMargin)
+		if !strings.Contains(res.stderr, says) {
+			t.Errorf("%v: standard error does not say what it waits for:\n%s", tc.args, res.stderr)
+		}
+		if !strings.Contains(res.stdout, fmt.Sprintf("%s: no call that read the earlier record can create a ticket or show a stored result any more (waited %s)", tc.args[3], wait)) {
+			t.Errorf("%v printed:\n%s", tc.args, res.stdout)
+		}
+	}
+
+	// -json says how long it waited; -no-wait waits for nothing and says
+	// so.
+	r.waits = nil
+	res := r.must(exitOK, "user", "disable", "-id", "user-e", "-json")
+	var c changed
+	if err := json.Unmarshal([]byte(res.stdout), &c); err != nil || !c.Changed || c.WaitedSeconds == nil || *c.WaitedSeconds != wait.Seconds() {
+		t.Errorf("disable -json: %s (%v)", res.stdout, err)
+	}
+	r.waits = nil
+	res = r.must(exitOK, "user", "disable", "-id", "user-a", "-no-wait", "-json")
+	c = changed{}
+	if err := json.Unmarshal([]byte(res.stdout), &c); err != nil || !c.Changed || c.WaitedSeconds == nil || *c.WaitedSeconds != 0 || len(r.waits) != 0 {
+		t.Errorf("disable -no-wait -json: %s (%v), waits %v", res.stdout, err, r.waits)
+	}
+	if !strings.Contains(res.stderr, fmt.Sprintf("not waiting (-no-wait): for up to %s a call of user-a that read its earlier record may still create a ticket or show a stored result", wait)) {
+		t.Errorf("-no-wait does not say what it did not wait for: %s", res.stderr)
+	}
+	r.must(exitUsage, "user", "enable", "-id", "user-a", "-no-wait")
+}
+
+// TestAnInterruptedWaitSaysToRunAgain: a wait cut short fails the command,
+// which says that the change is written and that running it again waits
+// again; running it again does.
+func TestAnInterruptedWaitSaysToRunAgain(t *testing.T) {
+	r := newRig(t)
+	r.vars["ONCECALL_OPERATOR"] = "tester"
+	r.sleepErr = context.Canceled
+	res := r.must(exitFailure, "user", "disable", "-id", "user-b")
+	if !strings.Contains(res.stderr, "the change is written, but the wait for the calls that read the earlier record was cut short") ||
+		!strings.Contains(res.stderr, "run the same command again, which waits again") {
+		t.Errorf("interrupted wait: %s", res.stderr)
+	}
+	r.sleepErr, r.waits = nil, nil
+	again := r.must(exitOK, "user", "disable", "-id", "user-b")
+	if !strings.Contains(again.stdout, "state already disabled; nothing changed") || len(r.waits) != 1 {
+		t.Errorf("run again: %s, waits %v", again.stdout, r.waits)
+	}
+}
+
+// TestUserDelete: a delete is one conditional write of the record read,
+// logged; a delete from a read another change passed is refused; a delete
+// of a user already gone says so, after waiting all the same (an earlier
+// delete may have been cut short before its wait).
+func TestUserDelete(t *testing.T) {
+	r := newRig(t)
+	proxy := dynamotest.NewProxy(t, r.env.Endpoint)
+	r.vars["DYNAMODB_ENDPOINT"] = proxy.URL
+	r.vars["ONCECALL_OPERATOR"] = "tester"
+	r.must(exitConflict, "user", "delete", "-id", "user-b", "-version", "3")
+	if r.userItem("user-b") == nil {
+		t.Fatal("a refused delete deleted")
+	}
+	res := r.must(exitOK, "user", "delete", "-id", "user-b", "-version", "0")
+	if r.userItem("user-b") != nil {
+		t.Fatal("user-b is still there")
+	}
+	if n := proxy.Seen("DeleteItem"); n != 1 {
+		t.Errorf("%d DeleteItem requests, want 1", n)
+	}
+	logs := changeLines(t, res.stderr)
+	if len(logs) != 1 || logs[0].Action != "user.delete" || logs[0].UserID != "user-b" || logs[0].After != nil || logs[0].Before == nil {
+		t.Errorf("delete logged %+v", logs)
+	}
+	if !strings.Contains(res.stdout, "deleted user user-b (version 0)") {
+		t.Errorf("delete printed %s", res.stdout)
+	}
+	r.waits = nil
+	gone := r.must(exitNotFound, "user", "delete", "-id", "user-b")
+	if !strings.Contains(gone.stderr, "no user user-b") || len(r.waits) != 1 || len(changeLines(t, gone.stderr)) != 0 {
+		t.Errorf("delete of a deleted user: %s, waits %v", gone.stderr, r.waits)
+	}
+}
+
+// TestUserAddRunAgain: an add run again finds the user exactly as asked
+// and says so (exit 0, nothing written); an add that differs is refused.
+func TestUserAddRunAgain(t *testing.T) {
+	r := newRig(t)
+	r.vars["ONCECALL_OPERATOR"] = "tester"
+	add := []string{"user", "add", "-id", "user-f", "-tenant", "tenant-c", "-name", "frank", "-functions", "get_ticket,create_ticket"}
+	r.must(exitOK, add...)
+	before := r.items()
+	again := r.must(exitOK, append(add, "-json")...)
+	var c changed
+	if err := json.Unmarshal([]byte(again.stdout), &c); err != nil || c.Changed || c.User.Tenant != "tenant-c" {
+		t.Errorf("add run again: %s (%v)", again.stdout, err)
+	}
+	if len(changeLines(t, again.stderr)) != 0 {
+		t.Errorf("add run again logged a change: %s", again.stderr)
+	}
+	if d := sameItems(before, r.items()); d != "" {
+		t.Errorf("add run again changed %s", d)
+	}
+	r.must(exitConflict, "user", "add", "-id", "user-f", "-tenant", "tenant-c", "-name", "frank", "-functions", "get_ticket")
+}
+
+// TestTableRemoveGrantCopies: the copies an earlier version wrote are
+// deleted, the users are not, and the command says how many; user
+// sync-grants, which made them, is gone and says what replaced it.
+func TestTableRemoveGrantCopies(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	for i := range 30 {
+		_, err := r.env.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(r.env.Table), Item: map[string]types.AttributeValue{
+			"pk":   &types.AttributeValueMemberS{Value: fmt.Sprintf("grant#user-a#%d", i)},
+			"kind": &types.AttributeValueMemberS{Value: "grant"},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := r.must(exitOK, "table", "remove-grant-copies", "-json")
+	var out struct {
+		Removed int `json:"removed"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.Removed != 30 {
+		t.Fatalf("remove-grant-copies: %s (%v)", res.stdout, err)
+	}
+	if n := r.env.Count(t, "grant"); n != 0 {
+		t.Errorf("%d copies left", n)
+	}
+	if n := r.env.Count(t, "user"); n != 5 {
+		t.Errorf("%d users left, want 5", n)
+	}
+	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Action != "table.remove_grant_copies" {
+		t.Errorf("logged %+v", logs)
+	}
+	if again := r.must(exitOK, "table", "remove-grant-copies"); !strings.Contains(again.stdout, "removed 0 copies") {
+		t.Errorf("a second run: %s", again.stdout)
+	}
+	gone := r.must(exitUsage, "user", "sync-grants", "-operator", "tester")
+	if !strings.Contains(gone.stderr, "table remove-grant-copies") {
+		t.Errorf("user sync-grants: %s", gone.stderr)
+	}
+	if r.env.Count(t, "grant") != 0 {
+		t.Error("the removed command wrote copies")
+	}
+}
