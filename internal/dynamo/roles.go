@@ -19,3 +19,19 @@ func CreateAttributes() []string {
 	slices.Sort(a)
 	return a
 }
+
+// DecisionAttributes returns the attributes a person's decisions name
+// (Admin.Settle's UpdateItem of the ticket and its extension of the
+// operation's expiry, Admin.Reschedule's UpdateItem), sorted. The decision
+// role docs/deploy.md gives limits its UpdateItem to these
+// (dynamodb:Attributes): it may write the audit and the delivery's state,
+// never a stored result, the ticket's content, its owner or tenant.
+func DecisionAttributes() []string {
+	a := []string{
+		PartitionKey, TTLAttribute, attrDelivery, attrLeaseOwner, attrLeaseUntil, attrVersion, attrSince, attrAudit,
+		attrReason, attrNextAt, attrDestID, attrDestURL, attrDeliveredAt, attrSafeAfter, attrMaybeSent, attrAttempts,
+		attrAttention, attrAttentionDue, attrLegacyAttention, attrLegacyAttentionAt,
+	}
+	slices.Sort(a)
+	return a
+}
