@@ -224,6 +224,14 @@ SAM_EVENTS    := http-api:apigateway/http-api-proxy dynamodb-stream:dynamodb/upd
 
 .PHONY: sam sam-check sam-goldens
 
+# venv-from-lock makes the virtualenv $(1) afresh and installs into it
+# exactly what the lock file $(2) pins, each checked against its hashes.
+define venv-from-lock
+	rm -rf $(1)
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(2)
+endef
+
 ## sam: install the pinned SAM CLI into .tools/sam (once; about a minute)
 sam: $(SAM_STAMP)
 
@@ -231,9 +239,7 @@ $(SAM_STAMP): $(SAM_LOCK)
 	@command -v $(PYTHON) >/dev/null || { echo "make: the SAM CLI needs Python 3 with venv and pip ($(PYTHON))"; exit 2; }
 	@grep -q '^aws-sam-cli==$(SAM_VERSION) ' $(SAM_LOCK) || { echo "make: $(SAM_LOCK) does not pin aws-sam-cli $(SAM_VERSION): make python-locks"; exit 1; }
 	@echo "== installing the SAM CLI: aws-sam-cli $(SAM_VERSION) and the packages $(SAM_LOCK) pins, with their hashes, from PyPI into a virtualenv in $(SAM_ROOT) (once)"
-	rm -rf $(SAM_ROOT)
-	$(PYTHON) -m venv $(SAM_ROOT)
-	$(SAM_ROOT)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(SAM_LOCK)
+	$(call venv-from-lock,$(SAM_ROOT),$(SAM_LOCK))
 	@test "$$($(SAM_ENV) $(SAM) --version)" = "$(SAM_REPORTS)" || { echo "make: $(SAM) reports '$$($(SAM_ENV) $(SAM) --version)', want '$(SAM_REPORTS)'"; exit 1; }
 	@touch $@
 
@@ -308,9 +314,7 @@ $(CHECKOV_STAMP): $(CHECKOV_LOCK)
 	@command -v $(PYTHON) >/dev/null || { echo "make: checkov needs Python 3 with venv and pip ($(PYTHON))"; exit 2; }
 	@grep -q '^checkov==$(CHECKOV_VERSION) ' $(CHECKOV_LOCK) || { echo "make: $(CHECKOV_LOCK) does not pin checkov $(CHECKOV_VERSION): make python-locks"; exit 1; }
 	@echo "== installing checkov $(CHECKOV_VERSION) and the packages $(CHECKOV_LOCK) pins, with their hashes, into a virtualenv in $(CHECKOV_ROOT) (once)"
-	rm -rf $(CHECKOV_ROOT)
-	$(PYTHON) -m venv $(CHECKOV_ROOT)
-	$(CHECKOV_ROOT)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(CHECKOV_LOCK)
+	$(call venv-from-lock,$(CHECKOV_ROOT),$(CHECKOV_LOCK))
 	@touch $@
 
 ## checkov: checkov (installed on first use) over the template after the SAM transform; fails on any finding not skipped with its reason
