@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
@@ -38,21 +39,6 @@ func documentedPolicy(t *testing.T, page, intro string) policyDoc {
 	return p
 }
 
-func strs(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			s, _ := e.(string)
-			out = append(out, s)
-		}
-		return out
-	}
-	return nil
-}
-
 // TestDocumentedRoles: the users role the docs give reads by key and by
 // index only (no Scan of the whole table, tickets and results included)
 // and writes users and grants only; the decision role's UpdateItem is
@@ -67,13 +53,13 @@ func TestDocumentedRoles(t *testing.T) {
 	page := string(b)
 	users := documentedPolicy(t, page, "The users role (")
 	for _, st := range users.Statement {
-		acts := strs(st.Action)
+		acts := samtest.Strings(st.Action)
 		if slices.Contains(acts, "dynamodb:Scan") {
 			t.Errorf("the users role may Scan the whole table: %v", acts)
 		}
 		for _, a := range acts {
 			if a == "dynamodb:PutItem" || a == "dynamodb:UpdateItem" || a == "dynamodb:DeleteItem" {
-				keys := strs(st.Condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])
+				keys := samtest.Strings(st.Condition["ForAllValues:StringLike"]["dynamodb:LeadingKeys"])
 				for _, k := range keys {
 					if k != "user#*" && k != "grant#*" {
 						t.Errorf("the users role may %s items like %q", a, k)
@@ -88,13 +74,13 @@ func TestDocumentedRoles(t *testing.T) {
 	decision := documentedPolicy(t, page, "The decision role (")
 	updates := 0
 	for _, st := range decision.Statement {
-		for _, a := range strs(st.Action) {
+		for _, a := range samtest.Strings(st.Action) {
 			switch a {
 			case "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem":
 				t.Errorf("the decision role may %s", a)
 			case "dynamodb:UpdateItem":
 				updates++
-				got := strs(st.Condition["ForAllValues:StringEquals"]["dynamodb:Attributes"])
+				got := samtest.Strings(st.Condition["ForAllValues:StringEquals"]["dynamodb:Attributes"])
 				if !slices.Equal(got, dynamo.DecisionAttributes()) {
 					t.Errorf("the decision role's UpdateItem names %v; decisions write %v (dynamo.DecisionAttributes)", got, dynamo.DecisionAttributes())
 				}
