@@ -22,6 +22,11 @@ DYNOXIDE_VERSION  := 3.2.0
 DYNOXIDE_REPORTS  := dynoxide 1.5.0
 DYNOXIDE_ROOT     := $(CURDIR)/.tools/dynoxide
 DYNOXIDE_FEATURES := native-sqlite,http-server,cli
+# The Rust toolchain that builds it: cargo install --locked pins the
+# crates (the crate's Cargo.lock), this pins the compiler. With rustup the
+# build runs that toolchain (RUSTUP_TOOLCHAIN; rustup fetches it when
+# missing); a cargo without rustup must be that version.
+DYNOXIDE_RUST     := 1.95.0
 DYNOXIDE_ON_PATH  := $(shell command -v dynoxide 2>/dev/null)
 ifneq ($(DYNOXIDE_ON_PATH),)
 ifeq ($(shell dynoxide --version 2>/dev/null),$(DYNOXIDE_REPORTS))
@@ -48,8 +53,9 @@ dynoxide: $(DYNOXIDE)
 
 $(DYNOXIDE_ROOT)/bin/dynoxide:
 	@command -v cargo >/dev/null || { echo "make: building dynoxide $(DYNOXIDE_VERSION) needs Rust's cargo (https://rustup.rs), or put a dynoxide that reports '$(DYNOXIDE_REPORTS)' on PATH"; exit 2; }
-	@echo "== building the store: dynoxide $(DYNOXIDE_VERSION) from crates.io into $(DYNOXIDE_ROOT) (once; about a minute and a half on two cores)"
-	CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+	@RUSTUP_TOOLCHAIN=$(DYNOXIDE_RUST) rustc --version | grep -q '^rustc $(DYNOXIDE_RUST) ' || { echo "make: building dynoxide needs Rust $(DYNOXIDE_RUST) (rustup toolchain install $(DYNOXIDE_RUST)); rustc reports '$$(RUSTUP_TOOLCHAIN=$(DYNOXIDE_RUST) rustc --version)'"; exit 2; }
+	@echo "== building the store: dynoxide $(DYNOXIDE_VERSION) from crates.io with Rust $(DYNOXIDE_RUST) into $(DYNOXIDE_ROOT) (once; about a minute and a half on two cores)"
+	RUSTUP_TOOLCHAIN=$(DYNOXIDE_RUST) CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
 		cargo install --locked --quiet dynoxide-rs --version $(DYNOXIDE_VERSION) \
 		--no-default-features --features $(DYNOXIDE_FEATURES) --root $(DYNOXIDE_ROOT)
 	@test "$$($@ --version)" = "$(DYNOXIDE_REPORTS)" || { echo "make: $@ reports '$$($@ --version)', want '$(DYNOXIDE_REPORTS)'"; exit 1; }
@@ -238,6 +244,8 @@ SAM_REPORTS   := SAM CLI, version $(SAM_VERSION)
 SAM_ROOT      := $(CURDIR)/.tools/sam
 SAM           := $(SAM_ROOT)/bin/sam
 SAM_STAMP     := $(SAM_ROOT)/installed-$(SAM_VERSION)
+# Every package the CLI needs, pinned with its hashes (make python-locks).
+SAM_LOCK      := .ci/sam-requirements.txt
 SAM_BUILD_DIR := $(CURDIR)/.aws-sam/check
 SAM_GOLDENS   := internal/dev/samtest/testdata/generated
 # No usage reports leave the machine, and no update check is made.
@@ -247,15 +255,22 @@ SAM_EVENTS    := http-api:apigateway/http-api-proxy dynamodb-stream:dynamodb/upd
 
 .PHONY: sam sam-check sam-goldens
 
+# venv-from-lock makes the virtualenv $(1) afresh and installs into it
+# exactly what the lock file $(2) pins, each checked against its hashes.
+define venv-from-lock
+	rm -rf $(1)
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(2)
+endef
+
 ## sam: install the pinned SAM CLI into .tools/sam (once; about a minute)
 sam: $(SAM_STAMP)
 
-$(SAM_STAMP):
+$(SAM_STAMP): $(SAM_LOCK)
 	@command -v $(PYTHON) >/dev/null || { echo "make: the SAM CLI needs Python 3 with venv and pip ($(PYTHON))"; exit 2; }
-	@echo "== installing the SAM CLI: aws-sam-cli $(SAM_VERSION) from PyPI into a virtualenv in $(SAM_ROOT) (once)"
-	rm -rf $(SAM_ROOT)
-	$(PYTHON) -m venv $(SAM_ROOT)
-	$(SAM_ROOT)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION)
+	@grep -q '^aws-sam-cli==$(SAM_VERSION) ' $(SAM_LOCK) || { echo "make: $(SAM_LOCK) does not pin aws-sam-cli $(SAM_VERSION): make python-locks"; exit 1; }
+	@echo "== installing the SAM CLI: aws-sam-cli $(SAM_VERSION) and the packages $(SAM_LOCK) pins, with their hashes, from PyPI into a virtualenv in $(SAM_ROOT) (once)"
+	$(call venv-from-lock,$(SAM_ROOT),$(SAM_LOCK))
 	@test "$$($(SAM_ENV) $(SAM) --version)" = "$(SAM_REPORTS)" || { echo "make: $(SAM) reports '$$($(SAM_ENV) $(SAM) --version)', want '$(SAM_REPORTS)'"; exit 1; }
 	@touch $@
 
@@ -306,3 +321,113 @@ sam-check: $(SAM_STAMP)
 sam-goldens: $(SAM_STAMP)
 	rm -rf $(SAM_GOLDENS)
 	$(call sam-generate,$(SAM_GOLDENS))
+
+# ---- checkov over the transformed template -----------------------------------
+# `make checkov` runs checkov (PyPI, pinned with its dependencies and their
+# hashes in .ci/checkov-requirements.txt, installed into .tools/checkov) over
+# the template as CloudFormation receives it: after the SAM transform, which
+# the pinned SAM CLI's own translator (samtranslator) makes, into
+# .aws-sam/checkov/template.json. Every finding is fixed or skipped in
+# template.yaml, with its reason (Metadata: checkov: skip): checkov fails on
+# any other.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_ROOT    := $(CURDIR)/.tools/checkov
+CHECKOV         := $(CHECKOV_ROOT)/bin/checkov
+CHECKOV_STAMP   := $(CHECKOV_ROOT)/installed-$(CHECKOV_VERSION)
+CHECKOV_LOCK    := .ci/checkov-requirements.txt
+CHECKOV_DIR     := $(CURDIR)/.aws-sam/checkov
+# pip-compile (pip-tools) writes the two lock files.
+PIP_TOOLS_VERSION := 7.6.2
+
+.PHONY: checkov python-locks
+
+$(CHECKOV_STAMP): $(CHECKOV_LOCK)
+	@command -v $(PYTHON) >/dev/null || { echo "make: checkov needs Python 3 with venv and pip ($(PYTHON))"; exit 2; }
+	@grep -q '^checkov==$(CHECKOV_VERSION) ' $(CHECKOV_LOCK) || { echo "make: $(CHECKOV_LOCK) does not pin checkov $(CHECKOV_VERSION): make python-locks"; exit 1; }
+	@echo "== installing checkov $(CHECKOV_VERSION) and the packages $(CHECKOV_LOCK) pins, with their hashes, into a virtualenv in $(CHECKOV_ROOT) (once)"
+	$(call venv-from-lock,$(CHECKOV_ROOT),$(CHECKOV_LOCK))
+	@touch $@
+
+## checkov: checkov (installed on first use) over the template after the SAM transform; fails on any finding not skipped with its reason
+checkov: $(SAM_STAMP) $(CHECKOV_STAMP)
+	@mkdir -p $(CHECKOV_DIR)
+	@echo "== the SAM transform of template.yaml (samtranslator of aws-sam-cli $(SAM_VERSION)) into $(CHECKOV_DIR)/template.json"
+	AWS_DEFAULT_REGION=us-east-1 $(SAM_ROOT)/bin/python .ci/sam-transform.py template.yaml $(CHECKOV_DIR)/template.json
+	@echo "== checkov $(CHECKOV_VERSION) over $(CHECKOV_DIR)/template.json"
+	$(CHECKOV) --quiet --compact --framework cloudformation --skip-download --file $(CHECKOV_DIR)/template.json
+
+## python-locks: rewrite .ci/sam-requirements.txt and .ci/checkov-requirements.txt with pip-compile (after a version bump)
+python-locks:
+	rm -rf .tools/pip-tools && $(PYTHON) -m venv .tools/pip-tools
+	.tools/pip-tools/bin/pip install --quiet --disable-pip-version-check pip-tools==$(PIP_TOOLS_VERSION)
+	@set -e; for l in "$(SAM_LOCK) aws-sam-cli==$(SAM_VERSION) SAM CLI (aws-sam-cli) sam" "$(CHECKOV_LOCK) checkov==$(CHECKOV_VERSION) checkov checkov"; do \
+		set -- $$l; out=$$1; req=$$2; what=$$(echo "$$l" | cut -d' ' -f3- | sed 's/ [a-z]*$$//'); target=$$(echo "$$l" | awk '{print $$NF}'); \
+		echo "$$req" >.tools/pip-tools/requirements.in; \
+		.tools/pip-tools/bin/pip-compile --quiet --generate-hashes --allow-unsafe --no-strip-extras --no-emit-find-links --no-header \
+			-o .tools/pip-tools/lock.txt .tools/pip-tools/requirements.in; \
+		{ echo "# The $$what and every package it needs, pinned with their hashes: \`make $$target\` installs"; \
+		  echo "# exactly these (pip install --require-hashes). Written by \`make python-locks\`"; \
+		  echo "# (pip-compile of pip-tools, pinned in the Makefile) for the Python of CI's machine."; \
+		  cat .tools/pip-tools/lock.txt; } >$$out; \
+		echo "wrote $$out"; \
+	done
+
+# ---- govulncheck over what ships ---------------------------------------------
+# `make vulncheck` runs govulncheck (pinned) on the two functions as they are
+# built for Lambda (linux/arm64, -tags lambda.norpc) and on oncecall-admin,
+# which operators run against the table, and fails on any vulnerability
+# their code can reach. Go's online database is not reachable from CI: the
+# database is built offline from the golang.org/x/vulndb module (its
+# data/osv, pinned below; the module proxy serves it) by vulndb's own
+# indexer into .tools/vulndb-$(VULNDB_VERSION). Bump VULNDB_VERSION to learn
+# of newer reports.
+GOVULNCHECK_VERSION := v1.9.0
+VULNDB_VERSION      := v0.0.0-20261105234957-e22db6528018
+VULNDB_DIR          := $(CURDIR)/.tools/vulndb-$(VULNDB_VERSION)
+GOVULNCHECK_BIN     := $(CURDIR)/.tools/govulncheck-$(GOVULNCHECK_VERSION)/govulncheck
+GOVULNCHECK         := $(GOVULNCHECK_BIN) -db file://$(VULNDB_DIR)
+
+.PHONY: vulncheck vulndb vulncheck-selftest
+
+# Built for this machine (go run would build it for the GOOS/GOARCH it is
+# asked to check).
+$(GOVULNCHECK_BIN):
+	GOBIN=$(dir $@) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+
+## vulndb: build the offline vulnerability database from golang.org/x/vulndb@VULNDB_VERSION (once)
+vulndb: $(VULNDB_DIR)/index/db.json
+
+$(VULNDB_DIR)/index/db.json:
+	@echo "== building the vulnerability database from golang.org/x/vulndb $(VULNDB_VERSION) into $(VULNDB_DIR) (once)"
+	@set -e; src=$$($(GO) mod download -json golang.org/x/vulndb@$(VULNDB_VERSION) | sed -nE 's/^[[:space:]]*"Dir": "(.*)",?$$/\1/p'); \
+		test -d "$$src/data/osv" || { echo "make: golang.org/x/vulndb@$(VULNDB_VERSION) has no data/osv"; exit 1; }; \
+		rm -rf $(VULNDB_DIR).tmp; \
+		$(GO) run golang.org/x/vulndb/cmd/indexdb@$(VULNDB_VERSION) -vulns "$$src/data/osv" -out $(VULNDB_DIR).tmp; \
+		rm -rf $(VULNDB_DIR); mv $(VULNDB_DIR).tmp $(VULNDB_DIR)
+
+## vulncheck: govulncheck on functions/callback, functions/deliver (as built for Lambda) and cmd/oncecall-admin,
+## against the offline database; fails on any vulnerability the code can reach
+vulncheck: vulndb $(GOVULNCHECK_BIN)
+	@echo "== govulncheck $(GOVULNCHECK_VERSION) ($$($(GO) env GOVERSION)), database golang.org/x/vulndb $(VULNDB_VERSION)"
+	GOOS=linux GOARCH=arm64 $(GOVULNCHECK) -tags lambda.norpc ./functions/callback ./functions/deliver
+	$(GOVULNCHECK) ./cmd/oncecall-admin
+
+# vulncheck-selftest shows the check can fail: the same govulncheck and
+# database on a copy of the module whose go.mod lets go1.26.8 build it must
+# report GO-2026-6809 (crypto/x509, fixed in go1.26.10), reachable from the
+# worker's TLS to the helpdesk.
+VULNCHECK_OLD_GO := go1.26.8
+VULNCHECK_OLD_ID := GO-2026-6809
+VULNCHECK_OLD    := $(CURDIR)/.tools/vulncheck-selftest
+
+## vulncheck-selftest: the offline database flags go1.26.8's reachable standard-library vulnerabilities
+vulncheck-selftest: vulndb $(GOVULNCHECK_BIN)
+	rm -rf $(VULNCHECK_OLD) && mkdir -p $(VULNCHECK_OLD)
+	tar -c go.mod go.sum functions internal | tar -x -C $(VULNCHECK_OLD)
+	@set -e; cd $(VULNCHECK_OLD); export GOTOOLCHAIN=$(VULNCHECK_OLD_GO); \
+		go mod edit -go=$$(echo $(VULNCHECK_OLD_GO) | sed 's/^go//') -toolchain=none; \
+		rc=0; GOOS=linux GOARCH=arm64 $(GOVULNCHECK) -tags lambda.norpc ./functions/callback ./functions/deliver >report.txt 2>&1 || rc=$$?; \
+		grep -E '^Vulnerability #|Found in:|Your code is affected' report.txt || true; \
+		test $$rc -eq 3 || { cat report.txt; echo "make: govulncheck with $(VULNCHECK_OLD_GO) exited $$rc, want 3 (vulnerabilities reachable)"; exit 1; }; \
+		grep -q "$(VULNCHECK_OLD_ID)" report.txt || { echo "make: govulncheck with $(VULNCHECK_OLD_GO) did not report $(VULNCHECK_OLD_ID)"; exit 1; }
+	@echo "== vulncheck-selftest: the database flags $(VULNCHECK_OLD_GO) ($(VULNCHECK_OLD_ID) among them)"

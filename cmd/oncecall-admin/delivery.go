@@ -67,7 +67,10 @@ type auditView struct {
 	At  string `json:"at"`
 	Who string `json:"who"`
 	// Via, Verified, SourceIdentity and Operator say how Who was
-	// established (delivery.Actor); Operator is a label, not the identity.
+	// established (delivery.Actor), as whoever wrote the entry recorded
+	// it: Verified is that writer's claim (the tool's, when it read the
+	// identity from STS), not a proof; anyone allowed to write the item
+	// could have written it. Operator is a label, not the identity.
 	Via            string `json:"via,omitempty"`
 	Verified       bool   `json:"verified"`
 	SourceIdentity string `json:"source_identity,omitempty"`
@@ -160,10 +163,7 @@ func deliveryRows(w io.Writer, d *deliveryView) {
 		row(w, "  audit", "- (no operator decision)")
 	}
 	for i, a := range d.Audit {
-		by := strconv.Quote(a.Who)
-		if !a.Verified {
-			by += " (unverified)"
-		}
+		by := strconv.Quote(a.Who) + " " + recordedIdentity(a.Verified)
 		if a.SourceIdentity != "" {
 			by += ", source identity " + strconv.Quote(a.SourceIdentity)
 		}
@@ -587,4 +587,16 @@ func deliveryRecover(fs *flag.FlagSet) action {
 			})
 		},
 	}
+}
+
+// recordedIdentity says, for a person, what an audit entry's identity is
+// worth. An entry's verified flag is stored on the item like the rest of
+// it, so whoever may write the item may write it: find cannot prove who
+// made a decision, and never shows an entry as verified. The table's
+// trail (TableDataEvents), which AWS writes, is the proof.
+func recordedIdentity(verified bool) string {
+	if verified {
+		return "(recorded as an AWS identity; unproven: the table's trail is the proof)"
+	}
+	return "(unverified)"
 }

@@ -126,12 +126,16 @@ type roleAPI interface {
 	stscreds.AssumeRoleAPIClient
 }
 
-// assumeRole returns cfg with the credentials of role, assumed with the
-// caller's own AWS name (sourceIdentityOf its ARN) as the session's source
-// identity and name, and that source identity. AWS keeps a source identity
-// for the whole session, role chaining included, and CloudTrail records it
-// with every request; a role whose trust policy requires one refuses a
-// session without it.
+// assumeRole returns cfg with the credentials of role and the session's
+// source identity as the tool set it. An IAM user assumes it with its own
+// user name as the source identity (sourceIdentityOf), which AWS keeps for
+// the whole session, role chaining included, and CloudTrail records with
+// every request; a role whose trust policy requires it (sts:SourceIdentity
+// equal to ${aws:username}) refuses any other. Any other caller (an
+// assumed role, a federated or SSO session) is not given one by the tool:
+// its session name is whatever whoever assumed it chose, so AWS carries
+// the session's own source identity, set by its identity provider, if it
+// has one; the returned source identity is then empty.
 func assumeRole(ctx context.Context, cfg aws.Config, api roleAPI, role string) (aws.Config, string, error) {
 	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
@@ -141,19 +145,40 @@ func assumeRole(ctx context.Context, cfg aws.Config, api roleAPI, role string) (
 	if err != nil {
 		return cfg, "", err
 	}
+	session := si
+	if session == "" {
+		session = roleSessionName
+	}
 	cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(api, role, func(o *stscreds.AssumeRoleOptions) {
-		o.SourceIdentity, o.RoleSessionName = aws.String(si), si
+		o.RoleSessionName = session
+		if si != "" {
+			o.SourceIdentity = aws.String(si)
+		}
 	}))
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if si == "" {
+			return cfg, "", fmt.Errorf("cannot assume %s as %s, which has no source identity the tool may set (only an IAM user's name is one its owner cannot choose): %w; nothing was changed", role, aws.ToString(out.Arn), err)
+		}
 		return cfg, "", fmt.Errorf("cannot assume %s with source identity %q: %w; nothing was changed", role, si, err)
 	}
 	return cfg, si, nil
 }
 
-// sourceIdentityOf is the name an ARN ends with (a user's name, an assumed
-// role's session name), in the characters a source identity may hold
-// (letters, digits and "_+=,.@-", others dropped), at most 64.
+// roleSessionName names a session assumed without a source identity of
+// the tool's making.
+const roleSessionName = "oncecall-admin"
+
+// sourceIdentityOf is the source identity the tool sets for caller arn: an
+// IAM user's name (the ARN's last segment, arn:…:iam::ACCOUNT:user/[path/]NAME),
+// in the characters a source identity may hold (letters, digits and
+// "_+=,.@-", others dropped), at most 64. Any other caller gets "": an
+// assumed role's ARN ends in a session name that whoever assumed the role
+// chose, so it proves nothing.
 func sourceIdentityOf(arn string) (string, error) {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[2] != "iam" || !strings.HasPrefix(parts[5], "user/") {
+		return "", nil
+	}
 	name := arn[strings.LastIndexAny(arn, "/:")+1:]
 	var b strings.Builder
 	for _, r := range name {

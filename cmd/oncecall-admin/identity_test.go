@@ -8,10 +8,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
 // fakeSTS answers GetCallerIdentity as STS would for one set of
@@ -60,7 +63,7 @@ func TestSettleAuditsTheCallersAWSIdentity(t *testing.T) {
 	}
 	// The audit as stored, read back by find.
 	res := d.must(exitOK, "find", "-ticket", id)
-	if !strings.Contains(res.stdout, `by "`+callerARN+`", operator label "root-admin"`) {
+	if !strings.Contains(res.stdout, `by "`+callerARN+`" (recorded as an AWS identity; unproven: the table's trail is the proof), operator label "root-admin"`) {
 		t.Errorf("find does not tell the identity from the label:\n%s", res.stdout)
 	}
 
@@ -94,6 +97,30 @@ func TestSettleOffAWSIsUnverified(t *testing.T) {
 	}
 	if res := d.must(exitOK, "find", "-ticket", id); !strings.Contains(res.stdout, `by "alice" (unverified)`) {
 		t.Errorf("find:\n%s", res.stdout)
+	}
+}
+
+// TestFindNeverShowsAForgedEntryAsVerified: whoever may write a ticket
+// item may write an audit entry claiming any identity, verified; find
+// shows the stored claim as unproven, never as a verified identity.
+func TestFindNeverShowsAForgedEntryAsVerified(t *testing.T) {
+	d := newDesk(t)
+	id := d.create("user-a", "req-id-forged", "Forged audit")
+	d.attempt(id, fault(helpdesk.FailAfter, 500, ""))
+	d.settle("-ticket", id, "-as", "abandoned", "-expect", "uncertain", "-reason", "r")
+	// A writer with UpdateItem on the item rewrites the entry.
+	const bob = "arn:aws:iam::123456789012:user/bob"
+	_, err := d.rig.env.Client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.rig.env.Table), Key: map[string]dbtypes.AttributeValue{dynamo.PartitionKey: &dbtypes.AttributeValueMemberS{Value: "ticket#" + id}},
+		UpdateExpression:          aws.String("SET audit[0].who = :who, audit[0].verified = :true, audit[0].via = :via"),
+		ExpressionAttributeValues: map[string]dbtypes.AttributeValue{":who": &dbtypes.AttributeValueMemberS{Value: bob}, ":true": &dbtypes.AttributeValueMemberBOOL{Value: true}, ":via": &dbtypes.AttributeValueMemberS{Value: viaAWS}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := d.must(exitOK, "find", "-ticket", id)
+	if !strings.Contains(res.stdout, `by "`+bob+`" (recorded as an AWS identity; unproven: the table's trail is the proof)`) {
+		t.Errorf("find shows the forged entry as:\n%s", res.stdout)
 	}
 }
 
@@ -136,21 +163,43 @@ func TestAssumeRoleSetsTheSourceIdentity(t *testing.T) {
 	}
 }
 
+// TestSourceIdentityOf: only an IAM user's name becomes a source identity;
+// an assumed role's session name, which whoever assumed it chose, never
+// does.
 func TestSourceIdentityOf(t *testing.T) {
 	for _, tc := range []struct{ arn, want string }{
 		{"arn:aws:iam::123456789012:user/alice", "alice"},
 		{"arn:aws:iam::123456789012:user/ops/alice@example.com", "alice@example.com"},
-		{"arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0a1b/bob.smith@example.com", "bob.smith@example.com"},
-		{"arn:aws:iam::123456789012:root", "root"},
-		{"arn:aws:sts::123456789012:assumed-role/R/ca rol/ïne", "ne"},
-		{"arn:aws:sts::123456789012:assumed-role/R/" + strings.Repeat("x", 80), strings.Repeat("x", 64)},
+		{"arn:aws:iam::123456789012:user/ca rol/ïne", "ne"},
+		{"arn:aws:iam::123456789012:user/" + strings.Repeat("x", 80), strings.Repeat("x", 64)},
+		{"arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin_0a1b/bob.smith@example.com", ""},
+		{"arn:aws:sts::123456789012:assumed-role/oncecall-users/ceo@example.com", ""},
+		{"arn:aws:sts::123456789012:federated-user/ceo", ""},
+		{"arn:aws:iam::123456789012:root", ""},
 	} {
 		if got, err := sourceIdentityOf(tc.arn); err != nil || got != tc.want {
 			t.Errorf("sourceIdentityOf(%q) = %q, %v; want %q", tc.arn, got, err, tc.want)
 		}
 	}
-	if _, err := sourceIdentityOf("arn:aws:sts::123456789012:assumed-role/R/é"); err == nil {
+	if _, err := sourceIdentityOf("arn:aws:iam::123456789012:user/é"); err == nil {
 		t.Error("a name with no usable character became a source identity")
+	}
+}
+
+// TestAssumeRoleFromASessionChoosesNoSourceIdentity: a caller that is
+// itself an assumed role (its ARN ends in a session name it chose, such
+// as someone else's name) assumes the role without a source identity of
+// the tool's making, and the audit records none: AWS carries the
+// session's own, if its identity provider set one.
+func TestAssumeRoleFromASessionChoosesNoSourceIdentity(t *testing.T) {
+	const role = "arn:aws:iam::123456789012:role/oncecall-settle"
+	f := &fakeRoleSTS{fakeSTS: fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/oncecall-users/ceo@example.com"}}
+	_, si, err := assumeRole(context.Background(), aws.Config{}, f, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si != "" || f.assumed == nil || f.assumed.SourceIdentity != nil || aws.ToString(f.assumed.RoleSessionName) != roleSessionName {
+		t.Fatalf("source identity %q, AssumeRole %+v: want none, session %s", si, f.assumed, roleSessionName)
 	}
 }
 

@@ -58,6 +58,9 @@ func router(ctx context.Context, getenv func(string) string, logger *slog.Logger
 	if cfg, err = app.ResolveMCPToken(ctx, awsCfg, cfg); err != nil {
 		return nil, nil, err
 	}
+	if cfg, err = app.ResolveEdgeToken(ctx, awsCfg, cfg); err != nil {
+		fatal(err)
+	}
 	store := app.Store(awsCfg, cfg, dynamo.WithLogger(logger))
 	// With a destination, new tickets are queued for it; the worker
 	// function delivers them. Only inline first attempts need the

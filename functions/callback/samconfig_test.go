@@ -69,8 +69,20 @@ func TestSAMConfig(t *testing.T) {
 	for _, m := range overridePair.FindAllStringSubmatch(over, -1) {
 		overrides[m[1]] = m[2]
 	}
-	if len(overrides) == 0 {
-		t.Fatalf("no parameter_overrides in %q", over)
+	// The committed deploy is the safe one: it overrides no parameter with
+	// anything but the template's default, so that what the docs say the
+	// defaults defend (NonceMaxCost 9, the reserved concurrency, deletion
+	// protection, the trail) is what `sam deploy` deploys.
+	params := readTemplate(t)["Parameters"].(map[string]any)
+	for name, v := range overrides {
+		p, ok := params[name].(map[string]any)
+		if !ok {
+			t.Errorf("samconfig.toml overrides %s, which template.yaml does not have", name)
+			continue
+		}
+		if def := scalar(p["Default"]); v != def {
+			t.Errorf("samconfig.toml deploys %s=%q over the template's default %q: a deploy from the repository would not be the one the docs describe", name, v, def)
+		}
 	}
 	// deploy fails the test on an unknown parameter or a value its
 	// constraints refuse; the resulting stack must load as configuration.

@@ -160,21 +160,55 @@ func TestTemplateEdge(t *testing.T) {
 			t.Errorf("%s exists by default", r)
 		}
 	}
-	if _, ok := s.env(t)[config.EnvEdgeToken]; ok {
-		t.Errorf("%s is set by default", config.EnvEdgeToken)
+	for _, k := range []string{config.EnvEdgeToken, config.EnvEdgeTokenSecret} {
+		if _, ok := s.env(t)[k]; ok {
+			t.Errorf("%s is set by default", k)
+		}
 	}
-	if err := samtest.Refusal(t, templatePath, map[string]string{"Edge": "cloudfront"}); err == nil || !strings.Contains(err.Error(), "us-east-1") {
+	if v := s.Properties("HttpApi")["DisableExecuteApiEndpoint"]; v != false {
+		t.Errorf("DisableExecuteApiEndpoint = %v without the edge, want false", v)
+	}
+	edge := map[string]string{"Edge": "cloudfront", "EdgeDomainName": edgeDomain, "EdgeCertificateArn": edgeCert}
+	if err := samtest.Refusal(t, templatePath, edge); err == nil || !strings.Contains(err.Error(), "us-east-1") {
 		t.Errorf("Edge=cloudfront outside us-east-1: %v, want refused naming us-east-1", err)
 	}
 
 	region := samtest.Pseudo["AWS::Region"]
 	samtest.Pseudo["AWS::Region"] = "us-east-1"
 	t.Cleanup(func() { samtest.Pseudo["AWS::Region"] = region })
-	s = deploy(t, map[string]string{"Edge": "cloudfront", "EdgeRateLimit": "300", "PublicUrl": "https://d111111abcdef8.cloudfront.net"})
-	token := "{{resolve:secretsmanager:ref:EdgeOriginSecret:SecretString}}"
+	// CloudFront's default certificate cannot require TLS 1.2: the edge
+	// needs a domain and its certificate.
+	if err := samtest.Refusal(t, templatePath, map[string]string{"Edge": "cloudfront"}); err == nil || !strings.Contains(err.Error(), "EdgeCertificateArn") {
+		t.Errorf("Edge=cloudfront without a domain and certificate: %v, want refused naming EdgeCertificateArn", err)
+	}
+	edge["EdgeRateLimit"] = "300"
+	s = deploy(t, edge)
 	env := s.env(t)
-	if env[config.EnvEdgeToken] != token || env[config.EnvPublicURL] != "https://d111111abcdef8.cloudfront.net" {
-		t.Errorf("environment %v: want %s from the edge's secret and PUBLIC_URL", env, config.EnvEdgeToken)
+	// The token comes from its secret at cold start, never from the
+	// environment whoever reads the function's configuration reads.
+	if _, ok := env[config.EnvEdgeToken]; ok || env[config.EnvEdgeTokenSecret] != "ref:EdgeOriginSecret" || env[config.EnvPublicURL] != "https://"+edgeDomain {
+		t.Errorf("environment %v: want %s naming the edge's secret, no %s, and PUBLIC_URL the edge's", env, config.EnvEdgeTokenSecret, config.EnvEdgeToken)
+	}
+	if !samtest.Grants(allowed(t, s))[samtest.Grant{Action: "secretsmanager:GetSecretValue", Resource: "ref:EdgeOriginSecret"}] {
+		t.Error("CallbackRole may not read the edge's secret")
+	}
+	token := "{{resolve:secretsmanager:ref:EdgeOriginSecret:SecretString}}"
+	// The execute-api URL answers nothing: the API is reached by its
+	// custom domain only, over TLS 1.2, CloudFront's origin.
+	if v := s.Properties("HttpApi")["DisableExecuteApiEndpoint"]; v != true {
+		t.Errorf("DisableExecuteApiEndpoint = %v with the edge, want true", v)
+	}
+	dom := s.Properties("EdgeApiDomain")
+	if dom["DomainName"] != edgeDomain || fmt.Sprint(dom["DomainNameConfigurations"]) != fmt.Sprint([]any{map[string]any{"CertificateArn": edgeCert, "EndpointType": "REGIONAL", "SecurityPolicy": "TLS_1_2"}}) {
+		t.Errorf("the API's custom domain %v: want %s, regional, TLS 1.2, with the certificate", dom, edgeDomain)
+	}
+	if m := s.Properties("EdgeApiMapping"); m["ApiId"] != "ref:HttpApi" || m["DomainName"] != "ref:EdgeApiDomain" || m["Stage"] != "$default" {
+		t.Errorf("API mapping %v: want the HTTP API's $default stage on the custom domain", m)
+	}
+	for _, o := range []string{"CallbackUrl", "EdgeCallbackUrl"} {
+		if v := s.Typed.Outputs[o].Value; v != "https://"+edgeDomain+"/callback" {
+			t.Errorf("output %s = %v with the edge, want the edge's URL", o, v)
+		}
 	}
 	dist, err := s.Typed.GetCloudFrontDistributionWithName("EdgeDistribution")
 	if err != nil {
@@ -185,8 +219,17 @@ func TestTemplateEdge(t *testing.T) {
 		t.Errorf("WebACLId = %v, want the stack's web ACL", dc.WebACLId)
 	}
 	if len(dc.Origins) != 1 || dc.Origins[0].CustomOriginConfig == nil || dc.Origins[0].CustomOriginConfig.OriginProtocolPolicy != "https-only" ||
-		dc.Origins[0].DomainName != "ref:HttpApi.execute-api.us-east-1.amazonaws.com" {
-		t.Fatalf("origins %+v: want the HTTP API, over HTTPS", dc.Origins)
+		dc.Origins[0].DomainName != "getatt:EdgeApiDomain.RegionalDomainName" {
+		t.Fatalf("origins %+v: want the HTTP API's custom domain, over HTTPS", dc.Origins)
+	}
+	if vc := dc.ViewerCertificate; vc == nil || vc.AcmCertificateArn == nil || *vc.AcmCertificateArn != edgeCert || vc.MinimumProtocolVersion == nil ||
+		*vc.MinimumProtocolVersion != "TLSv1.2_2021" || vc.SslSupportMethod == nil || *vc.SslSupportMethod != "sni-only" || !slices.Equal(dc.Aliases, []string{edgeDomain}) {
+		t.Errorf("viewer certificate %+v, aliases %v: want %s with its certificate, TLS 1.2 or later", vc, dc.Aliases, edgeDomain)
+	}
+	// AllViewer forwards the viewer's Host, EdgeDomainName, which is the
+	// name the API's custom domain answers.
+	if p := dc.DefaultCacheBehavior.OriginRequestPolicyId; p == nil || *p != "216adef6-5c7f-47e4-b989-5492eafa07d3" {
+		t.Errorf("origin request policy %v, want AllViewer", p)
 	}
 	hs := dc.Origins[0].OriginCustomHeaders
 	if len(hs) != 1 || !strings.EqualFold(hs[0].HeaderName, httpapi.EdgeHeader) || hs[0].HeaderValue != token {
@@ -408,6 +451,8 @@ var callbackCalls = []samtest.StoreCall{{Method: "TransactWriteItems"}, {Method:
 var inlineCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"}}
 
 const (
+	edgeDomain         = "oncecall.example.com"
+	edgeCert           = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
 	existingMCPSecret  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:mcp-token-AbCdEf"
 	existingDestSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:helpdesk-AbCdEf"
 	webhookURL         = "https://helpdesk.example.com/tickets"
@@ -420,8 +465,9 @@ const (
 func callbackTableGrants(inline bool) map[samtest.Grant]bool {
 	const table = "getatt:Table.Arn"
 	out := map[samtest.Grant]bool{
-		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*,ticket#*"}:        true,
-		{Action: "dynamodb:GetItem", Resource: table, Keys: "op#*,ticket#*,user#*"}: true,
+		// A create's items only: never an audit entry.
+		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*,ticket#*", Attrs: strings.Join(dynamo.CreateAttributes(), ",")}: true,
+		{Action: "dynamodb:GetItem", Resource: table, Keys: "op#*,ticket#*,user#*"}:                                               true,
 	}
 	if inline {
 		// The worker's update, on the delivery's own attributes only and
@@ -628,6 +674,65 @@ func TestTemplateHookKeySecret(t *testing.T) {
 	}
 	if sec.SecretString != nil {
 		t.Error("the template holds a secret value")
+	}
+}
+
+// TestTemplateHookKeySecretPolicy: the hook-key secret the stack creates
+// denies GetSecretValue to every principal but the callback's role, so an
+// IAM policy elsewhere in the account (an admin's s3:*-style grant) cannot
+// read the key, and no public policy can be attached. An existing secret
+// (HookKeySecretArn) keeps the policy its owner gave it.
+func TestTemplateHookKeySecretPolicy(t *testing.T) {
+	p := deploy(t, nil).Properties("HookKeySecretPolicy")
+	if p["SecretId"] != "ref:HookKeySecret" || p["BlockPublicPolicy"] != true {
+		t.Fatalf("policy %v: want on HookKeySecret, blocking public policies", p)
+	}
+	st := p["ResourcePolicy"].(map[string]any)["Statement"].([]any)
+	want := fmt.Sprint([]any{map[string]any{
+		"Sid": "OnlyTheCallbackReadsTheKey", "Effect": "Deny", "Principal": "*", "Action": "secretsmanager:GetSecretValue", "Resource": "*",
+		"Condition": map[string]any{"StringNotEquals": map[string]any{"aws:PrincipalArn": "getatt:CallbackRole.Arn"}},
+	}})
+	if fmt.Sprint(st) != want {
+		t.Errorf("statements %v\nwant %v", st, want)
+	}
+	if deploy(t, map[string]string{"HookKeySecretArn": existingSecret}).Resource("HookKeySecretPolicy") != nil {
+		t.Error("a policy is put on a secret the stack does not own")
+	}
+}
+
+// TestTemplateSecretsKey: SecretsKmsKeyArn encrypts the secrets the stack
+// generates and both functions' environments with a customer-managed key
+// (reading a function's configuration, DESTINATION_URL included, then
+// needs kms:Decrypt on it), and gives both roles kms:Decrypt on it alone.
+// Without it, AWS managed keys and no KMS grant.
+func TestTemplateSecretsKey(t *testing.T) {
+	const key = "arn:aws:kms:us-east-1:123456789012:key/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+	region := samtest.Pseudo["AWS::Region"]
+	samtest.Pseudo["AWS::Region"] = "us-east-1"
+	t.Cleanup(func() { samtest.Pseudo["AWS::Region"] = region })
+	params := map[string]string{"Edge": "cloudfront", "EdgeDomainName": edgeDomain, "EdgeCertificateArn": edgeCert, "Destination": "webhook", "DestinationUrl": webhookURL}
+	for _, withKey := range []bool{false, true} {
+		if withKey {
+			params["SecretsKmsKeyArn"] = key
+		}
+		s := deploy(t, params)
+		want := map[bool]any{false: nil, true: key}[withKey]
+		for _, r := range []string{"HookKeySecret", "EdgeOriginSecret"} {
+			if got := s.Properties(r)["KmsKeyId"]; got != want {
+				t.Errorf("with key %v: %s KmsKeyId %v, want %v", withKey, r, got, want)
+			}
+		}
+		for _, fn := range []string{"CallbackFunction", "DeliverFunction"} {
+			if got := s.Properties(fn)["KmsKeyArn"]; got != want {
+				t.Errorf("with key %v: %s KmsKeyArn %v, want %v", withKey, fn, got, want)
+			}
+		}
+		for _, role := range []string{"CallbackRole", "DeliverRole"} {
+			got := samtest.Allowed(t, s.Stack, role)["kms:Decrypt"]
+			if w := map[bool][]string{true: {key}}[withKey]; !slices.Equal(got, w) {
+				t.Errorf("with key %v: %s may kms:Decrypt %v, want %v", withKey, role, got, w)
+			}
+		}
 	}
 }
 

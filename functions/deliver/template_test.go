@@ -56,6 +56,38 @@ func deploy(t testing.TB, overrides map[string]string) *samtest.Stack {
 	return samtest.Deploy(t, templatePath, overrides)
 }
 
+// TestTemplateDeliverConcurrencyIsCapped: the worker's concurrency is
+// reserved by default (DeliverReservedConcurrency, 5), so that a burst of
+// tickets takes a bounded share of the account and of the helpdesk; -1
+// reserves none.
+func TestTemplateDeliverConcurrencyIsCapped(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  *int
+	}{{"", aws.Int(5)}, {"8", aws.Int(8)}, {"-1", nil}} {
+		params := webhook
+		if tc.value != "" {
+			params = with(webhook, "DeliverReservedConcurrency", tc.value)
+		}
+		fn, err := deploy(t, params).Typed.GetServerlessFunctionWithName("DeliverFunction")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fn.ReservedConcurrentExecutions; (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+			t.Errorf("DeliverReservedConcurrency=%q: ReservedConcurrentExecutions %v, want %v", tc.value, aws.ToInt(got), aws.ToInt(tc.want))
+		}
+	}
+}
+
+// TestTemplateSaysHowSecretsAreRead: every secret a function reads is
+// read again every secret.RefreshInterval, and the template's comments
+// must not say otherwise.
+func TestTemplateSaysHowSecretsAreRead(t *testing.T) {
+	if src := string(readFile(t, templatePath)); strings.Contains(src, "once per cold start") {
+		t.Error(`template.yaml says a secret is read "once per cold start"; the hook key and the destination's credentials are read again every secret.RefreshInterval`)
+	}
+}
+
 // workerCalls are the store calls the worker makes: dynamo.Store's Lease,
 // Finish and Defer (UpdateItem), the read after a refused lease that came
 // without the item (GetItem), Due and Pending (Query of the attention
@@ -65,8 +97,11 @@ var workerCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"
 // withoutDestination are the resources and outputs of the stack as it was
 // before delivery existed.
 var (
-	callbackResources = []string{"Api5xxAlarm", "ApiAccessLogGroup", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard", "HookKeySecret", "HttpApi", "Table"}
-	callbackOutputs   = []string{"ApiAccessLogGroupName", "CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName"}
+	// The hook key's policy and the table's trail (TableDataEvents, on by
+	// default) are the callback's stack's too.
+	callbackResources = []string{"Api5xxAlarm", "ApiAccessLogGroup", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard",
+		"HookKeySecret", "HookKeySecretPolicy", "HttpApi", "Table", "TableTrail", "TableTrailBucket", "TableTrailBucketPolicy"}
+	callbackOutputs   = []string{"ApiAccessLogGroupName", "CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName", "TableTrailBucketName"}
 	deliveryResources = []string{
 		"DeliverFunction", "DeliverLogGroup", "DeliverRole", "DeliveryFailureQueue", "DestinationSecret",
 		"DeliveryUncertainAlarm", "OldestQueuedAlarm", "DeliveryFailureQueueAlarm", "DeliveryAuthFailedAlarm", "DeliverIteratorAgeAlarm",
@@ -219,9 +254,7 @@ func TestTemplateDeliverFunction(t *testing.T) {
 	if fn.Timeout == nil || time.Duration(*fn.Timeout)*time.Second < 2*lease || *fn.Timeout > 900 {
 		t.Errorf("Timeout = %d s; want at least 2 leases of %s, and Lambda's 900 s at most", aws.ToInt(fn.Timeout), lease)
 	}
-	if fn.ReservedConcurrentExecutions != nil {
-		t.Error("DeliverFunction reserves concurrency")
-	}
+	// Its reserved concurrency: TestTemplateDeliverConcurrencyIsCapped.
 	lc := s.Logging["DeliverFunction"]
 	if lc.LogFormat == nil || *lc.LogFormat != "JSON" || lc.LogGroup == nil || *lc.LogGroup != "ref:DeliverLogGroup" ||
 		lc.ApplicationLogLevel == nil || *lc.ApplicationLogLevel != "DEBUG" {

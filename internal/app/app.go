@@ -182,6 +182,25 @@ func ResolveMCPToken(ctx context.Context, awsCfg aws.Config, cfg config.Config) 
 	return cfg, nil
 }
 
+// ResolveEdgeToken reads the edge's origin token from its secret, when the
+// configuration names one. Once per cold start: a new token comes with a
+// new secret (the template replaces both), whose ARN reaches a new
+// configuration and so new containers.
+func ResolveEdgeToken(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
+	if cfg.EdgeTokenSecretARN == "" {
+		return cfg, nil
+	}
+	v, err := secret.Value(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.EdgeTokenSecretARN, "edge origin token")
+	if err != nil {
+		return cfg, err
+	}
+	if v = strings.TrimSpace(v); len(v) < config.MinEdgeToken || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return cfg, fmt.Errorf("edge origin token secret must hold at least %d visible ASCII characters (the template generates it)", config.MinEdgeToken)
+	}
+	cfg.EdgeToken = v
+	return cfg, nil
+}
+
 // RotatingHookKeys returns the callback's nonce check for a configuration
 // whose keys come from the secret (ResolveHookKey read them at cold start):
 // it reads the secret again every secret.RefreshInterval, keeping the last

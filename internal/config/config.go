@@ -39,7 +39,11 @@ const (
 	// EnvEdgeToken, when set, is the value of EdgeHeader that the edge in
 	// front (CloudFront, with AWS WAF) adds to every request: a request
 	// without it did not come through the edge and is refused.
-	EnvEdgeToken = "EDGE_ORIGIN_TOKEN"
+	// EnvEdgeTokenSecret names the Secrets Manager secret holding it, as
+	// the template sets it: the token then never sits in the function's
+	// environment, which whoever may read its configuration reads.
+	EnvEdgeToken       = "EDGE_ORIGIN_TOKEN"
+	EnvEdgeTokenSecret = "EDGE_ORIGIN_SECRET_ARN"
 	// EnvFunctionName is set by Lambda; it names the metrics' dimension.
 	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 )
@@ -83,8 +87,11 @@ type Config struct {
 	// whose requests POST /mcp serves; a request with any other Origin
 	// header is refused.
 	MCPAllowedOrigins []string
-	// EdgeToken is EDGE_ORIGIN_TOKEN ("": no edge in front).
-	EdgeToken string
+	// EdgeToken is EDGE_ORIGIN_TOKEN ("": no edge in front);
+	// EdgeTokenSecretARN names the secret holding it otherwise (read at
+	// cold start, app.ResolveEdgeToken).
+	EdgeToken          string
+	EdgeTokenSecretARN string
 	// Metrics turns on CloudWatch Embedded Metric Format lines.
 	Metrics          bool
 	MetricsNamespace string
@@ -270,6 +277,15 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			bad(EnvEdgeToken, "must be at least %d visible ASCII characters (the template generates it)", MinEdgeToken)
 		}
 		c.EdgeToken = v
+	}
+	if v := getenv(EnvEdgeTokenSecret); v != "" {
+		if !strings.HasPrefix(v, "arn:") {
+			bad(EnvEdgeTokenSecret, "must be a Secrets Manager secret ARN")
+		}
+		if c.EdgeToken != "" {
+			bad(EnvEdgeToken, "is set together with %s: set one", EnvEdgeTokenSecret)
+		}
+		c.EdgeTokenSecretARN = v
 	}
 	if v := getenv(EnvMetrics); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -115,6 +115,8 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 		{"metrics flag", map[string]string{config.EnvMetrics: "yes please"}, nil, []string{"METRICS", "true or false"}},
 		{"edge token too short", map[string]string{config.EnvEdgeToken: "short"}, nil, []string{"EDGE_ORIGIN_TOKEN", "at least 32 visible ASCII"}},
 		{"edge token with a space", map[string]string{config.EnvEdgeToken: strings.Repeat("t", 32) + " x"}, nil, []string{"EDGE_ORIGIN_TOKEN", "at least 32 visible ASCII"}},
+		{"edge token secret not an ARN", map[string]string{config.EnvEdgeTokenSecret: "edge-token"}, nil, []string{"EDGE_ORIGIN_SECRET_ARN", "secret ARN"}},
+		{"edge token and its secret", map[string]string{config.EnvEdgeToken: strings.Repeat("t", 32), config.EnvEdgeTokenSecret: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:edge-AbCdEf"}, nil, []string{"EDGE_ORIGIN_TOKEN", "set one"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,8 @@
 // The hook key secret's value is either the plain key, or a JSON object
 // {"current": "...", "previous": "...", "previous_until": "<RFC 3339>"}:
 // during a rotation both keys are accepted, so a hook-key roll in AIVAX
-// drops no call, and the previous key is refused after previous_until. The
+// drops no call, and the previous key is refused after previous_until, or,
+// without one, PreviousLife after the secret's value was written. The
 // value is read at cold start and again every RefreshInterval (Rotating),
 // and never logged.
 package secret
@@ -30,17 +31,38 @@ type Keys struct {
 	Current  string `json:"current"`
 	Previous string `json:"previous"`
 	// PreviousUntil, when set, is when the previous key stops being
-	// accepted; zero means it is accepted until it is removed.
+	// accepted. Parse leaves it zero when the value names no end: HookKeys
+	// then ends the previous key PreviousLife after the value was written.
 	PreviousUntil time.Time `json:"previous_until"`
 }
 
-// HookKeys fetches and parses secret id (an ARN or name).
+// PreviousLife is how long a previous key written without previous_until is
+// accepted after the secret's value was written (the version's
+// CreatedDate): a rotation left half done still ends. Well past the
+// RefreshInterval a rotation waits before AIVAX changes its key.
+const PreviousLife = 24 * time.Hour
+
+// HookKeys fetches and parses secret id (an ARN or name). A previous key
+// without previous_until ends PreviousLife after the secret's current
+// value was written; a value that has a previous key without an end and
+// no creation date is refused, since nothing would end that key.
 func HookKeys(ctx context.Context, g Getter, id string) (Keys, error) {
-	v, err := Value(ctx, g, id, "hook key")
+	out, err := g.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &id})
 	if err != nil {
-		return Keys{}, err
+		return Keys{}, fmt.Errorf("read hook key secret: %w", err)
 	}
-	return Parse(v)
+	if out.SecretString == nil {
+		return Keys{}, errors.New("hook key secret has no string value")
+	}
+	k, err := Parse(*out.SecretString)
+	if err != nil || k.Previous == "" || !k.PreviousUntil.IsZero() {
+		return k, err
+	}
+	if out.CreatedDate == nil || out.CreatedDate.IsZero() {
+		return Keys{}, errors.New(`hook key secret has a "previous" key without "previous_until", and Secrets Manager gave no creation date to end it from: add "previous_until"`)
+	}
+	k.PreviousUntil = out.CreatedDate.Add(PreviousLife)
+	return k, nil
 }
 
 // Value fetches the string value of secret id; what names the secret in

@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/httpsend"
@@ -224,31 +228,85 @@ func (d *Destination) bodyOf(t ticket.Ticket) createBody {
 		Tags: tags, ExternalID: t.ID, RequesterID: d.opts.RequesterID, CustomFields: fields}}
 }
 
-// neutralize marks with QuotedMarker every line of text that reads, once
-// its letters are lower-cased and everything but ASCII letters and colons
-// is dropped, as starting with "oncecall": a forged identity line, however
-// spaced, cased or decorated.
+// neutralize marks with QuotedMarker every line of text that reads as
+// starting with "oncecall" (lookalike): a forged identity line, however
+// spaced, cased, decorated or spelled with look-alike letters. A line ends
+// at any character a reader's screen may break a line at (lineBreak), not
+// only at "\n".
 func neutralize(text string) string {
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
-		if lookalike(l) {
-			lines[i] = QuotedMarker + l
+	var b strings.Builder
+	for text != "" {
+		end := strings.IndexFunc(text, lineBreak)
+		line, sep := text, ""
+		if end >= 0 {
+			_, size := utf8.DecodeRuneInString(text[end:])
+			line, sep = text[:end], text[end:end+size]
 		}
+		if lookalike(line) {
+			b.WriteString(QuotedMarker)
+		}
+		b.WriteString(line)
+		b.WriteString(sep)
+		text = text[len(line)+len(sep):]
 	}
-	return strings.Join(lines, "\n")
+	return b.String()
 }
 
+// lineBreak reports whether r ends a line somewhere a ticket is shown:
+// Unicode's mandatory breaks (LF, VT, FF, CR, NEL, the line and paragraph
+// separators).
+func lineBreak(r rune) bool {
+	switch r {
+	case '\n', '\v', '\f', '\r', '\u0085', '\u2028', '\u2029':
+		return true
+	}
+	return false
+}
+
+// lookalike reports whether the first letters of line, once each is
+// reduced to the ASCII letter it looks like (skeleton), spell "oncecall".
 func lookalike(line string) bool {
 	var b strings.Builder
-	for _, r := range strings.ToLower(line) {
-		if r >= 'a' && r <= 'z' {
-			b.WriteRune(r)
+	for _, r := range norm.NFKD.String(line) {
+		if c := skeleton(r); c != 0 {
+			b.WriteByte(c)
 			if b.Len() == len(identityToken) {
 				break
 			}
 		}
 	}
 	return b.String() == identityToken
+}
+
+// skeleton is the lower-case ASCII letter r looks like, or 0 for a rune
+// that is skipped (spaces, punctuation, other digits, the combining marks
+// that NFKD splits off accented letters, letters that look like none). Compatibility
+// forms (fullwidth, mathematical letters) are folded by NFKD before; the
+// look-alikes of the letters of "oncecall" in other scripts, and the
+// digits and capitals read as "l" and "o", are mapped here (from Unicode's
+// confusables, those of o, n, c, e, a and l).
+func skeleton(r rune) byte {
+	switch r {
+	case 'I', '1', '|', 'ǀ', 'ӏ', 'Ӏ', 'ι', 'Ι', 'ו', 'ا', 'ℓ', 'ł', 'Ł':
+		return 'l'
+	case '0', 'ο', 'Ο', 'о', 'О', 'օ', 'Օ', 'ⲟ', 'Ⲟ', 'ᴏ', 'σ', '०', '٥', '۵':
+		return 'o'
+	case 'с', 'С', 'ϲ', 'Ϲ', 'ᴄ', 'ⲥ', 'Ⲥ':
+		return 'c'
+	case 'е', 'Е', 'ҽ', 'Ҽ', 'ε', 'Ε', 'є', 'Є', 'ꬲ', '℮':
+		return 'e'
+	case 'а', 'А', 'α', 'Α', 'ɑ', '⍺':
+		return 'a'
+	case 'ո', 'п', 'П', 'η', 'Ν':
+		return 'n'
+	}
+	if r < utf8.RuneSelf && unicode.IsLetter(r) {
+		return byte(unicode.ToLower(r))
+	}
+	// Any other letter is skipped, as a mark or a space is: a word spelled
+	// around it still reads as the word (and a false match only adds the
+	// marker).
+	return 0
 }
 
 // Create creates t with Idempotency-Key key.

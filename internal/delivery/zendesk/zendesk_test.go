@@ -146,6 +146,50 @@ func TestAForgedFooterAndForgedTags(t *testing.T) {
 	}
 }
 
+// TestAForgedLineOnAnyLineBreak: a forged identity line is marked wherever
+// a screen may start a new line (a carriage return, NEL, the Unicode line
+// and paragraph separators, a vertical tab or form feed), and when it is
+// spelled with letters that look like "oncecall" (Cyrillic, Greek,
+// fullwidth, accented, a capital I or a digit 1 for l, a 0 for o).
+func TestAForgedLineOnAnyLineBreak(t *testing.T) {
+	hd := desttest.Start(t, helpdesk.Options{})
+	d := newDest(t, hd, zendesk.Options{})
+	forged := []string{
+		"oncecall tenant: cr",
+		"oncecall tenant: nel",
+		"oncecall tenant: ls",
+		"oncecall tenant: ps",
+		"oncecall tenant: vt",
+		"oncecall tenant: ff",
+		"\u043e\u043f\u0441\u0435\u0441\u0430\u04cf\u04cf tenant: cyrillic", // оп... with Cyrillic о, с, е, а, ӏ
+		"\u03bfncecall tenant: greek omicron",
+		"\uff4f\uff4e\uff43\uff45\uff43\uff41\uff4c\uff4c tenant: fullwidth",
+		"\u00f6nc\u00e9call tenant: accented",
+		"ONCECAIL tenant: capital I",
+		"onceca11 user: digits",
+		"0ncecall user: zero",
+	}
+	seps := []string{"\r", "\u0085", "\u2028", "\u2029", "\v", "\f", "\n", "\r\n", "\n", "\n", "\n", "\n", "\n"}
+	tk := desttest.NewTicket()
+	tk.Description = "My printer is broken."
+	for i, f := range forged {
+		tk.Description += seps[i] + f
+	}
+	tk.Description += "\rThe oncecall tag is fine."
+	if r := d.Create(context.Background(), "k", tk); r.Outcome != delivery.Created {
+		t.Fatalf("Create = %+v", r)
+	}
+	got := hd.Tickets()[0].Description
+	for _, f := range forged {
+		if !strings.Contains(got, zendesk.QuotedMarker+f) {
+			t.Errorf("%q reached the helpdesk unmarked", f)
+		}
+	}
+	if strings.Count(got, zendesk.QuotedMarker) != len(forged) {
+		t.Errorf("%d lines marked, want %d:\n%q", strings.Count(got, zendesk.QuotedMarker), len(forged), got)
+	}
+}
+
 // TestAKeyReusedWithAnotherPayload: the configuration changed between two
 // attempts for one ticket, so the second payload differs. Zendesk refuses
 // it; the refusal proves the first request arrived, so it may have made

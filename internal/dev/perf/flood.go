@@ -44,7 +44,8 @@ type FloodScenario struct {
 	Calls        Durations
 	Failed, Sent int
 	// FloodAnswered is how many forged requests were answered, and
-	// FloodThrottled how many of them throttled, over FloodTime.
+	// FloodThrottled how many of them throttled (429) or blocked by the
+	// edge (403), over FloodTime.
 	FloodAnswered, FloodThrottled int64
 	FloodTime                     time.Duration
 }
@@ -71,27 +72,70 @@ func slotLimit(n int) func(http.Handler) http.Handler {
 // key) and, with flood, FloodClients clients sending cost-FloodCost nonces
 // of a wrong key all the while.
 func Flood(ctx context.Context, st *Store, name string, maxCost int, flood bool, n int) (FloodScenario, error) {
-	sc := FloodScenario{Name: name, MaxCost: maxCost, Flood: flood}
+	return floodRun(ctx, st, floodSetup{name: name, maxCost: maxCost, flood: flood, forgedCost: FloodCost}, n)
+}
+
+// floodSetup is what a flood scenario runs: the service's NONCE_MAX_COST,
+// whether and at which cost the forged-nonce clients run, and what stands
+// in front of the service (EdgeRun's rules).
+type floodSetup struct {
+	name                string
+	maxCost, forgedCost int
+	flood               bool
+	// stage applies API Gateway's stage throttle before the slots; edge
+	// puts the edge's per-source rule in front of the legitimate calls
+	// and, unless bypass, of the flood's.
+	stage, edge, bypass bool
+	// legitEvery paces the legitimate calls (0: one as soon as the last
+	// is answered).
+	legitEvery time.Duration
+}
+
+func floodRun(ctx context.Context, st *Store, fs floodSetup, n int) (FloodScenario, error) {
+	sc := FloodScenario{Name: fs.name, MaxCost: fs.maxCost, Flood: fs.flood}
 	cfg := serviceConfig(st.URL, floodTable)
-	cfg.NonceMaxCost = maxCost
-	svc, err := startWrappedService(ctx, cfg, nil, slotLimit(FloodSlots))
+	cfg.NonceMaxCost = fs.maxCost
+	wrap := slotLimit(FloodSlots)
+	if fs.stage {
+		wrap = func(h http.Handler) http.Handler {
+			return stageThrottle(EdgeStageRate, EdgeStageBurst)(slotLimit(FloodSlots)(h))
+		}
+	}
+	svc, err := startWrappedService(ctx, cfg, nil, wrap)
 	if err != nil {
 		return sc, err
 	}
 	defer func() { _ = svc.Close() }()
+	legitURL, floodURL := svc.URL, svc.URL
+	if fs.edge {
+		edge, err := startEdge(svc.URL, EdgeSourceLimit, EdgeWindow)
+		if err != nil {
+			return sc, err
+		}
+		defer edge.Close()
+		legitURL = edge.URL
+		if !fs.bypass {
+			floodURL = edge.URL
+		}
+	}
 	good, err := nonce.Generate(localdb.DemoHookKey, AIVAXCost)
 	if err != nil {
 		return sc, err
 	}
-	forged, err := nonce.Generate("not-the-hook-key-of-this-account", FloodCost)
+	forged, err := nonce.Generate("not-the-hook-key-of-this-account", fs.forgedCost)
 	if err != nil {
 		return sc, err
 	}
 	post := func(client *http.Client, body []byte, hash string) (int, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, svc.URL, bytes.NewReader(body))
+		url, source := legitURL, legitSource
+		if hash == forged {
+			url, source = floodURL, floodSource
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			return 0, err
 		}
+		req.Header.Set(sourceHeader, source)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Request-Nonce", hash)
 		res, err := client.Do(req)
@@ -100,6 +144,9 @@ func Flood(ctx context.Context, st *Store, name string, maxCost int, flood bool,
 		}
 		raw, _ := io.ReadAll(res.Body)
 		_ = res.Body.Close()
+		if res.Header.Get(edgeBlockHeader) != "" {
+			return statusEdgeBlocked, nil
+		}
 		if res.StatusCode == http.StatusOK && !bytes.Contains(raw, []byte(`"created"`)) {
 			return res.StatusCode, fmt.Errorf("answered %s", raw)
 		}
@@ -112,7 +159,7 @@ func Flood(ctx context.Context, st *Store, name string, maxCost int, flood bool,
 	floodClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: FloodClients}}
 	defer floodClient.CloseIdleConnections()
 	floodStart := time.Now()
-	if flood {
+	if fs.flood {
 		for i := range FloodClients {
 			wg.Add(1)
 			go func() {
@@ -128,7 +175,7 @@ func Flood(ctx context.Context, st *Store, name string, maxCost int, flood bool,
 						continue
 					}
 					answered.Add(1)
-					if code == http.StatusTooManyRequests {
+					if code == http.StatusTooManyRequests || code == statusEdgeBlocked {
 						throttled.Add(1)
 					}
 				}
@@ -141,7 +188,11 @@ func Flood(ctx context.Context, st *Store, name string, maxCost int, flood bool,
 	defer client.CloseIdleConnections()
 	run := time.Now().UnixNano()
 	var callErr error
+	paced := time.Now()
 	for i := range n {
+		if fs.legitEvery > 0 {
+			time.Sleep(time.Until(paced.Add(time.Duration(i) * fs.legitEvery)))
+		}
 		start := time.Now()
 		code, err := post(client, CreateBody("user-a", fmt.Sprintf("legit-%d-%d", run, i)), good)
 		d := time.Since(start)

@@ -78,6 +78,7 @@ func Run(ctx context.Context, o Options) error {
 		{"doors", doorsPart},
 		{"contention", contentionPart},
 		{"flood", floodPart},
+		{"edge", edgePart},
 		{"backstop", backstopPart},
 	}
 	var doc strings.Builder

@@ -79,6 +79,8 @@ type AWS struct {
 	mu      sync.Mutex
 	secrets map[string]string // ARN -> value
 	calls   []AWSCall
+	// created is the secrets' CreatedDate: when the stand-in started.
+	created time.Time
 }
 
 // NewAWS starts the stand-in, passing DynamoDB requests to storeURL and
@@ -89,7 +91,7 @@ func NewAWS(t testing.TB, storeURL string, secrets map[string]string) *AWS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &AWS{store: httputil.NewSingleHostReverseProxy(u), secrets: secrets}
+	a := &AWS{store: httputil.NewSingleHostReverseProxy(u), secrets: secrets, created: time.Now()}
 	// An unreachable store is a case the tests make on purpose: the 502
 	// the function gets says so, the log line would only be noise.
 	a.store.ErrorLog = log.New(io.Discard, "", 0)
@@ -155,7 +157,8 @@ func (a *AWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{
 			"ARN": in.SecretID, "Name": "oncecall-secret", "SecretString": value,
-			"VersionId": "00000000-0000-4000-8000-000000000001", "VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7964e9,
+			"VersionId": "00000000-0000-4000-8000-000000000001", "VersionStages": []string{"AWSCURRENT"},
+			"CreatedDate": float64(a.created.UnixMilli()) / 1000,
 		})
 	case strings.HasPrefix(target, DynamoPrefix):
 		r.Body = io.NopCloser(bytes.NewReader(body))
