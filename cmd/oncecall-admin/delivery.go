@@ -202,7 +202,7 @@ type listedView struct {
 }
 
 func deliveryList(fs *flag.FlagSet) action {
-	state := fs.String("state", "", "uncertain, failed or queued (queued: tickets with a retry scheduled) (required)")
+	state := fs.String("state", "", "uncertain, failed or queued (queued: tickets waiting for an attempt, the first or a retry) (required)")
 	olderThan := fs.Duration("older-than", 0, "only deliveries that entered the state at least this long ago, such as 1h (default: any)")
 	tenant := fs.String("tenant", "", "only this tenant's tickets")
 	limit := fs.Int("limit", defaultDeliveryLimit, fmt.Sprintf("at most this many (1 to %d)", dynamo.MaxListDeliveries))
@@ -289,7 +289,7 @@ func deliveryList(fs *flag.FlagSet) action {
 				}
 				fmt.Fprintln(w, ")")
 				if *state == string(delivery.Queued) {
-					fmt.Fprintln(w, "(queued lists retries only: a ticket waiting for its first attempt is not listed)")
+					fmt.Fprintln(w, "(queued lists every ticket waiting for an attempt, its first included)")
 				}
 			})
 		},

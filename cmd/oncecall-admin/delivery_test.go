@@ -345,8 +345,14 @@ func TestDeliveryList(t *testing.T) {
 		!strings.Contains(lines[1], "req-list-5") || !strings.Contains(lines[1], "http_503/503") || !strings.Contains(lines[3], "more: add -after ") {
 		t.Errorf("delivery list table:\n%s", res.stdout)
 	}
-	if res := d.must(exitOK, "delivery", "list", "-state", "queued"); !strings.Contains(res.stdout, "waiting for its first attempt is not listed") {
+	// What the tool says it lists is what it listed above: first attempts
+	// and retries alike, in its footer, its flag's help and its summary.
+	if res := d.must(exitOK, "delivery", "list", "-state", "queued"); !strings.Contains(res.stdout, "(queued lists every ticket waiting for an attempt, its first included)") {
 		t.Errorf("delivery list -state queued does not say what it lists:\n%s", res.stdout)
+	}
+	if res := d.must(exitOK, "delivery", "list", "-h"); !strings.Contains(res.stdout, "queued: tickets waiting for an attempt, the first or a retry") ||
+		!strings.Contains(res.stdout, "waiting for an attempt (queued)") || strings.Contains(res.stdout, "retries only") {
+		t.Errorf("delivery list -h does not say what -state queued lists:\n%s", res.stdout)
 	}
 	for _, tc := range []struct {
 		args []string
