@@ -24,6 +24,13 @@ type Store interface {
 	// and the delivery as they were just before the lease; the store has
 	// counted the attempt, set FirstSent if it was unset, and recorded the
 	// lease. When the delivery cannot be leased it returns a *NotLeasable.
+	// Any other error means that this attempt holds no lease: one that
+	// applied but could not be confirmed (its answer lost past the
+	// store's retries, or the ticket unreadable) has been recognized or
+	// given back, so that an attempt that sent nothing is never counted
+	// as one that may have sent. Only when the store stays unreachable
+	// even for that does the lease end at until and get taken over as
+	// maybe sent.
 	Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, Record, error)
 	// Finish records r as the delivery of ticket id and releases owner's
 	// lease, only while owner still holds it; otherwise ErrLeaseLost.

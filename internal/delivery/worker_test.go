@@ -421,9 +421,10 @@ func TestMaybeSentAtTheBoundIsUncertainOrLookedUpOnceMore(t *testing.T) {
 	}
 }
 
-// TestDeadWorkerIsCountedAsMaybeSent: a worker leased the delivery and
-// died (the destination may have created the ticket); the next worker
-// finishes without a duplicate where the destination allows it.
+// TestDeadWorkerIsCountedAsMaybeSent: a worker leased the delivery, sent
+// the ticket and died before recording what the destination answered;
+// the next worker finishes without a duplicate where the destination
+// allows it, and leaves it to a person where it cannot tell.
 func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 	for _, c := range []struct {
 		caps    delivery.Capabilities
@@ -432,16 +433,19 @@ func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 		want    delivery.State
 		sends   int
 	}{
-		{neither, nil, nil, delivery.Uncertain, 0},
-		{lookup, nil, []delivery.Result{found}, delivery.Delivered, 0},
-		{dedup, []delivery.Result{created}, nil, delivery.Delivered, 1},
+		{neither, []delivery.Result{created}, nil, delivery.Uncertain, 1},
+		{lookup, []delivery.Result{created}, []delivery.Result{found}, delivery.Delivered, 1},
+		{dedup, []delivery.Result{created, created}, nil, delivery.Delivered, 2},
 	} {
 		r := newRig(t, c.caps)
 		r.dest.creates, r.dest.lookups = c.creates, c.lookups
 		id := r.ticket()
-		if _, _, err := r.store.Lease(context.Background(), id, "dead-worker", t0, t0.Add(policy.LeaseFor())); err != nil {
+		tk, d, err := r.store.Lease(context.Background(), id, "dead-worker", t0, t0.Add(policy.LeaseFor()))
+		if err != nil {
 			t.Fatal(err)
 		}
+		// It sends, and dies before its result is written.
+		r.dest.Create(context.Background(), d.KeyFor(c.caps), tk)
 		if rep := r.deliver(id); rep.Outcome != delivery.OutcomeHeld || rep.HeldBy != "dead-worker" {
 			t.Fatalf("%+v: while the lease lives: %+v", c.caps, rep)
 		}
