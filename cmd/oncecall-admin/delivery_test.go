@@ -740,9 +740,33 @@ func TestNotCreatedTooEarly(t *testing.T) {
 	if diff := sameItems(before, d.items()); diff != "" {
 		t.Fatalf("a refused settlement changed the table: %s", diff)
 	}
-	d.clock = func() time.Time { return r.SafeAfter.Add(time.Millisecond) }
+	// The store's clock judges, to the second (its answers' Date).
+	time.Sleep(time.Until(r.SafeAfter) + time.Second)
 	if res := d.run("delivery", "settle", "-ticket", id, "-as", "not-created", "-expect", "uncertain", "-version", strconv.FormatInt(r.Version, 10)); res.code != exitOK {
 		t.Fatalf("not-created once safe: exit %d %s", res.code, res.stderr)
+	}
+}
+
+// TestNotCreatedHorizonIsTheStoresClock: the horizon of a not-created
+// decision is judged on the store's clock, from its answers, never on the
+// operator's: a tool whose clock runs an hour fast is refused exactly as
+// an exact one is, and writes nothing.
+func TestNotCreatedHorizonIsTheStoresClock(t *testing.T) {
+	d := newDesk(t)
+	id := d.create("user-a", "req-skewed", "Skewed clock")
+	d.attempt(id, fault(helpdesk.FailAfter, 500, "")) // created, then 500: it may exist
+	r := d.record(id)
+	if r.State != delivery.Uncertain || !r.SafeAfter.After(time.Now()) {
+		t.Fatalf("record %+v", r)
+	}
+	before := d.items()
+	d.clock = func() time.Time { return time.Now().Add(time.Hour) }
+	res := d.run("delivery", "settle", "-ticket", id, "-as", "not-created", "-expect", "uncertain", "-version", strconv.FormatInt(r.Version, 10))
+	if res.code != exitConflict || !strings.Contains(res.stderr, "not-created is refused until ") {
+		t.Fatalf("not-created with the operator's clock an hour fast: exit %d %q", res.code, res.stderr)
+	}
+	if diff := sameItems(before, d.items()); diff != "" {
+		t.Fatalf("a refused settlement changed the table: %s", diff)
 	}
 }
 
