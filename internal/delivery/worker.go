@@ -311,10 +311,12 @@ func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Reco
 		case stepWait:
 			return w.schedule(rec, at, Result{Code: code})
 		case stepLookup:
-			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Lookup(ctx, t.ID) })
+			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Lookup(ctx, rec.KeyFor(caps), t.ID) })
 			switch res.Outcome {
 			case Found:
 				return w.delivered(rec, res, w.now())
+			case Inconsistent:
+				return w.end(rec, Uncertain, res, w.now())
 			case Absent:
 				// Past the settle delay, a miss is an answer: no earlier
 				// request created it.
@@ -363,6 +365,11 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 	switch res.Outcome {
 	case Created:
 		return w.delivered(rec, res, now)
+	case Inconsistent:
+		// The create made a ticket the destination does not show as
+		// this one's alone: a person decides which is it.
+		rec.MaybeSent, rec.LastSent = true, now
+		return w.end(rec, Uncertain, res, now)
 	case Refused:
 		if !rec.MaybeSent {
 			return w.end(rec, Failed, res, now)

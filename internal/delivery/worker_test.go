@@ -58,7 +58,7 @@ func (s *script) Create(ctx context.Context, key string, t ticket.Ticket) delive
 	return r
 }
 
-func (s *script) Lookup(_ context.Context, id string) delivery.Result {
+func (s *script) Lookup(_ context.Context, _, id string) delivery.Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.looked++
@@ -86,6 +86,8 @@ var (
 	absent       = delivery.Result{Outcome: delivery.Absent, Status: 200}
 	unauthorized = delivery.Result{Outcome: delivery.Unavailable, Status: 401, Code: "unauthorized", Auth: true}
 	forbidden    = delivery.Result{Outcome: delivery.Unavailable, Status: 403, Code: "forbidden", Auth: true}
+	twoFound     = delivery.Result{Outcome: delivery.Inconsistent, Status: 200, Code: "found_several", Reason: "tickets HD-1 and HD-2 carry the key"}
+	keyDropped   = delivery.Result{Outcome: delivery.Inconsistent, Status: 200, Code: "key_not_kept", Reason: "ticket HD-3 was created without the key"}
 )
 
 var (
@@ -301,6 +303,10 @@ func TestAmbiguityByCapability(t *testing.T) {
 			[]delivery.State{delivery.Queued, delivery.Uncertain}, 2},
 		{"both: inside the window, no lookup needed", both, []delivery.Result{ambiguous, created}, nil,
 			[]delivery.State{delivery.Queued, delivery.Delivered}, 2},
+		{"lookup finds two: a person picks", lookup, []delivery.Result{ambiguous}, []delivery.Result{twoFound},
+			[]delivery.State{delivery.Queued, delivery.Uncertain}, 1},
+		{"created without the key: a person picks", lookup, []delivery.Result{keyDropped}, nil,
+			[]delivery.State{delivery.Uncertain}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -325,6 +331,11 @@ func TestAmbiguityByCapability(t *testing.T) {
 			d := r.record(id)
 			if last := c.want[len(c.want)-1]; last == delivery.Uncertain && (r.pending(delivery.Uncertain) != 1 || !d.MaybeSent) {
 				t.Fatalf("an uncertain delivery is not listed for a person: %+v", d)
+			}
+			for _, res := range append(c.creates, c.lookups...) {
+				if res.Outcome == delivery.Inconsistent && (d.Reason != res.Reason || d.Receipt.ID != "") {
+					t.Fatalf("what the destination holds is not kept for the person, or a ticket was picked: %+v", d)
+				}
 			}
 		})
 	}
