@@ -173,6 +173,42 @@ invoke:
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(INVOKE_EVENTS)
 
+# ---- Request Tracker 5: a real helpdesk nobody here wrote --------------------
+# `make rt-install` installs Best Practical's Request Tracker 5 from Debian's
+# packages, non-interactively (debconf preseeded; once per machine, about 3
+# minutes; root, or sudo). Nothing of it starts as a service: the tests,
+# `make rt` and `make run DESTINATION=rt` start their own RT on loopback from
+# a prepared SQLite database (internal/dev/rtlocal), in seconds, and stop it
+# by its process group. RT_VERSION is the Debian version installed.
+RT_VERSION   := 5.0.3+dfsg-3~deb12u7
+RT_PACKAGES  := request-tracker5=$(RT_VERSION) rt5-db-sqlite=$(RT_VERSION) rt5-standalone=$(RT_VERSION)
+RT_SERVER    := /usr/share/request-tracker5/libexec/rt-server
+RT_SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
+RT_PRESEED   := \
+	'request-tracker5 request-tracker5/dbconfig-install boolean true' \
+	'request-tracker5 request-tracker5/database-type select sqlite3' \
+	'request-tracker5 request-tracker5/db/dbname string rtdb' \
+	'request-tracker5 request-tracker5/db/basepath string /var/lib/dbconfig-common/sqlite3/request-tracker5' \
+	'request-tracker5 request-tracker5/initial-root-password password oncecall-local-rt' \
+	'request-tracker5 request-tracker5/rtname string oncecall.local' \
+	'request-tracker5 request-tracker5/webbaseurl string http://127.0.0.1' \
+	'request-tracker5 request-tracker5/install-cronjobs boolean false' \
+	'request-tracker5 request-tracker5/handle-siteconfig-permissions boolean true' \
+	'rt5-db-sqlite rt5-db-sqlite/available boolean true'
+
+.PHONY: rt-install rt
+## rt-install: install Request Tracker 5 from Debian (once per machine, about 3 minutes; root or sudo)
+rt-install:
+	@if [ -x $(RT_SERVER) ] && [ "$$(dpkg-query -W -f='$${Version}' request-tracker5 2>/dev/null)" = "$(RT_VERSION)" ]; then \
+		echo "== Request Tracker $(RT_VERSION) is installed"; exit 0; fi; \
+	command -v apt-get >/dev/null || { echo "make: Request Tracker is installed from Debian's packages: this machine has no apt-get"; exit 2; }; \
+	echo "== installing Request Tracker $(RT_VERSION) from Debian (once; about 3 minutes)"; \
+	set -e; printf '%s\n' $(RT_PRESEED) | $(RT_SUDO) debconf-set-selections; \
+	$(RT_SUDO) apt-get update -qq; \
+	$(RT_SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(RT_PACKAGES) >/dev/null; \
+	test -x $(RT_SERVER) || { echo "make: $(RT_SERVER) is missing after the install"; exit 1; }; \
+	echo "== Request Tracker $(RT_VERSION) installed"
+
 # ---- benchmarks -------------------------------------------------------------
 .PHONY: bench
 

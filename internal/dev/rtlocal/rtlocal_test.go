@@ -1,0 +1,81 @@
+package rtlocal_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/delivery/rt"
+	"github.com/oncecall/oncecall/internal/dev/rtlocal"
+)
+
+// TestFreshInstancesStopAndStart: each instance is a fresh RT with the
+// queue's oncecall fields and a working token; instances share nothing; a
+// stopped one refuses connections and, started again, has kept its
+// tickets.
+func TestFreshInstancesStopAndStart(t *testing.T) {
+	rtlocal.Require(t)
+	a, err := rtlocal.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	start := time.Now()
+	b, err := rtlocal.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	t.Logf("a fresh RT from the prepared database answered in %v", time.Since(start).Round(10*time.Millisecond))
+
+	id := create(t, a, "k-1")
+	if n := search(t, a, "k-1"); n != 1 {
+		t.Fatalf("RT a holds %d tickets with the key, want 1", n)
+	}
+	if n := search(t, b, "k-1"); n != 0 {
+		t.Fatalf("RT b holds %d tickets of RT a", n)
+	}
+	a.Stop()
+	if _, err := http.Get(a.URL + "/"); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a stopped RT: %v", err)
+	}
+	if err := a.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if n := search(t, a, "k-1"); n != 1 || id == "" {
+		t.Fatalf("after a restart RT a holds %d tickets with the key, want 1", n)
+	}
+}
+
+func do(t *testing.T, in *rtlocal.Instance, method, path, body string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(method, in.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "token "+in.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+		t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
+	}
+	return out
+}
+
+func create(t *testing.T, in *rtlocal.Instance, key string) string {
+	t.Helper()
+	out := do(t, in, http.MethodPost, rt.TicketPath, `{"Queue":"`+in.Queue+`","Subject":"s","CustomFields":{"`+rt.KeyField+`":"`+key+`"}}`)
+	id, _ := out["id"].(string)
+	return id
+}
+
+func search(t *testing.T, in *rtlocal.Instance, key string) int {
+	t.Helper()
+	out := do(t, in, http.MethodGet, rt.TicketsPath+"?query="+strings.ReplaceAll(rt.Query(key), " ", "%20"), "")
+	n, _ := out["total"].(float64)
+	return int(n)
+}
