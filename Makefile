@@ -36,7 +36,8 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags="-s -w -buildid="
 .PHONY: run test nonce build vet lint clean dynoxide
 
 ## run: serve POST /callback and GET /functions on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
-run: dynoxide
+## (DESTINATION=rt: delivering to a fresh local Request Tracker on 127.0.0.1:8030, installed first if need be)
+run: dynoxide $(if $(filter rt,$(DESTINATION)),rt-install)
 	$(GO) run ./cmd/oncecall
 
 ## test: every test, with the race detector, over dynoxide
@@ -197,6 +198,11 @@ RT_PRESEED   := \
 	'rt5-db-sqlite rt5-db-sqlite/available boolean true'
 
 .PHONY: rt-install rt
+## rt: serve a fresh Request Tracker on 127.0.0.1:8030 until Ctrl-C, and print how to deliver to it (installs it first if need be)
+rt: rt-install
+	$(GO) build -o bin/ ./cmd/oncecall-rt
+	bin/oncecall-rt
+
 ## rt-install: install Request Tracker 5 from Debian (once per machine, about 3 minutes; root or sudo)
 rt-install:
 	@if [ -x $(RT_SERVER) ] && [ "$$(dpkg-query -W -f='$${Version}' request-tracker5 2>/dev/null)" = "$(RT_VERSION)" ]; then \

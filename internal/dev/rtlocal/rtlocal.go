@@ -127,6 +127,10 @@ func Start(addr string) (*Instance, error) {
 		if port, err = freePort(host); err != nil {
 			return nil, err
 		}
+	} else if ln, err := net.Listen("tcp", addr); err != nil {
+		return nil, err // taken: said as net.Listen says it
+	} else {
+		_ = ln.Close()
 	}
 	dir, err := os.MkdirTemp("", "oncecall-rt-")
 	if err != nil {

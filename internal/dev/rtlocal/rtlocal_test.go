@@ -3,11 +3,13 @@ package rtlocal_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/delivery/rt"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dev/rtlocal"
 )
 
@@ -78,4 +80,20 @@ func search(t *testing.T, in *rtlocal.Instance, key string) int {
 	out := do(t, in, http.MethodGet, rt.TicketsPath+"?query="+strings.ReplaceAll(rt.Query(key), " ", "%20"), "")
 	n, _ := out["total"].(float64)
 	return int(n)
+}
+
+// TestMakefileInstallsThisVersion: make rt-install installs the version
+// this package runs.
+func TestMakefileInstallsThisVersion(t *testing.T) {
+	p, ok := localdb.RepoFile("Makefile")
+	if !ok {
+		t.Fatal("no Makefile above the working directory")
+	}
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "RT_VERSION   := " + rtlocal.Version + "\n"; !strings.Contains(string(raw), want) {
+		t.Fatalf("the Makefile does not say %q", want)
+	}
 }
