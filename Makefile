@@ -203,6 +203,12 @@ rt: rt-install
 	$(GO) build -o bin/ ./cmd/oncecall-rt
 	bin/oncecall-rt
 
+.PHONY: rt-e2e
+## rt-e2e: the end-to-end runs against a real Request Tracker, printing per fault the RT tickets per key,
+## the deliveries delivered or uncertain, and the attempts (make test runs them too, quietly)
+rt-e2e: rt-install dynoxide
+	$(GO) test -count=1 -v -run 'TestFaultsEndToEnd' ./internal/delivery/rt/ | grep -v '^=== '
+
 ## rt-install: install Request Tracker 5 from Debian (once per machine, about 3 minutes; root or sudo)
 rt-install:
 	@if [ -x $(RT_SERVER) ] && [ "$$(dpkg-query -W -f='$${Version}' request-tracker5 2>/dev/null)" = "$(RT_VERSION)" ]; then \

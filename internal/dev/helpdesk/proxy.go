@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -32,11 +33,14 @@ type Proxy struct {
 	srv      *http.Server
 	addr     string
 
+	keyOf func(body []byte) string
+
 	mu     sync.Mutex
 	queue  []Fault
 	random *RandomFaults
 	rnd    *rand.Rand
 	counts ProxyCounts
+	keys   map[string]int
 
 	lnMu     sync.Mutex
 	ln       net.Listener
@@ -56,13 +60,16 @@ type ProxyCounts struct {
 type ProxyOptions struct {
 	// Random, when set, makes a share of create requests misbehave.
 	Random *RandomFaults
+	// KeyOf, when set, reads the idempotency key from a create's body,
+	// for KeyRequests.
+	KeyOf func(body []byte) string
 }
 
 // StartProxy serves on addr ("127.0.0.1:0" for any free port) a proxy to
 // target (a base URL: scheme://host:port) until Close. classify names the
 // requests faults apply to.
 func StartProxy(addr, target string, classify func(*http.Request) (Op, bool), o ProxyOptions) (*Proxy, error) {
-	p := &Proxy{target: strings.TrimRight(target, "/"), classify: classify,
+	p := &Proxy{target: strings.TrimRight(target, "/"), classify: classify, keyOf: o.KeyOf, keys: map[string]int{},
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	if o.Random != nil {
@@ -118,6 +125,14 @@ func (p *Proxy) ClearFaults() {
 	p.mu.Lock()
 	p.queue = nil
 	p.mu.Unlock()
+}
+
+// KeyRequests returns, per idempotency key (ProxyOptions.KeyOf), how many
+// create requests carrying it reached the proxy, answered or not.
+func (p *Proxy) KeyRequests() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.keys)
 }
 
 // Counts returns what reached the proxy so far.
@@ -213,6 +228,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op, faulty := p.classify(r)
+	if faulty && op == Create && p.keyOf != nil {
+		if k := p.keyOf(body); k != "" {
+			p.mu.Lock()
+			p.keys[k]++
+			p.mu.Unlock()
+		}
+	}
 	var f Fault
 	if faulty {
 		f, faulty = p.next(op)
@@ -292,8 +314,8 @@ func (p *Proxy) forward(r *http.Request, body []byte, query string) answer {
 
 func (p *Proxy) relay(w http.ResponseWriter, a answer) {
 	if a.status == 0 {
-		// The helpdesk is down: the client sees its connection cut.
-		drop(w, true)
+		// The helpdesk is down: a gateway's answer.
+		proxyAnswer(w, Fault{Kind: "helpdesk_unreachable", Status: http.StatusBadGateway})
 		return
 	}
 	for k, vs := range a.header {
@@ -319,5 +341,5 @@ func proxyAnswer(w http.ResponseWriter, f Fault) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(f.Status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"message": "fault " + string(f.Kind) + " injected by the local proxy"})
+	_ = json.NewEncoder(w).Encode(map[string]string{"message": "fault " + string(f.Kind) + " from the local proxy"})
 }

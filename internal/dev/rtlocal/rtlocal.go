@@ -2,6 +2,7 @@ package rtlocal
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -339,6 +340,19 @@ func Classify(r *http.Request) (helpdesk.Op, bool) {
 		return helpdesk.Lookup, true
 	}
 	return "", false
+}
+
+// KeyOf reads the delivery's key from an RT create's body (its KeyField),
+// for a proxy's KeyRequests; "" when there is none.
+func KeyOf(body []byte) string {
+	var c struct {
+		CustomFields map[string]any `json:"CustomFields"`
+	}
+	if json.Unmarshal(body, &c) != nil {
+		return ""
+	}
+	k, _ := c.CustomFields[rt.KeyField].(string)
+	return k
 }
 
 // StartProxy starts a fault proxy in front of the instance on a loopback
