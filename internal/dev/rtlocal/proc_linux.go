@@ -2,10 +2,10 @@ package rtlocal
 
 import "syscall"
 
-// sysProcAttr puts RT's server in a process group of its own, which Stop
-// ends as one, and kills the server with the process that started it,
-// however that process ends (a test binary killed by its timeout
-// included).
+// sysProcAttr makes RT's supervising shell (supervise) lead a process
+// group of its own, which Stop ends as one, and has the kernel tell it to
+// stop the group when the process that started it dies, however it dies
+// (a test binary killed by its timeout included).
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }

@@ -200,6 +200,15 @@ func env(dir string) []string {
 	return append(os.Environ(), "RT_SITE_CONFIG="+filepath.Join(dir, "site.pm"), "RT_SITE_CONFIG_DIR="+filepath.Join(dir, "empty"))
 }
 
+// supervise runs RT's server (its arguments) under a shell that leads the
+// process group: told to stop (SIGTERM from Stop, or from the kernel when
+// the process that started it dies, see sysProcAttr), it stops the whole
+// group, the server's prefork workers included, which would otherwise
+// outlive a server killed alone.
+const supervise = `trap 'trap - TERM INT; kill -TERM 0 2>/dev/null; wait; exit 0' TERM INT
+"$0" "$@" &
+wait $!`
+
 // Restart starts the instance's RT again after Stop, on the same address
 // and database, and waits until it answers.
 func (in *Instance) Restart() error {
@@ -210,7 +219,7 @@ func (in *Instance) Restart() error {
 	}
 	host, port, _ := net.SplitHostPort(in.Addr)
 	out := &tail{}
-	cmd := exec.Command(ServerPath, "--host", host, "--port", port, "--max-workers", strconv.Itoa(Workers))
+	cmd := exec.Command("/bin/sh", "-c", supervise, ServerPath, "--host", host, "--port", port, "--max-workers", strconv.Itoa(Workers))
 	cmd.Env = env(in.dir)
 	cmd.Dir = in.dir
 	cmd.Stdout, cmd.Stderr = out, out
