@@ -130,12 +130,17 @@ STRESS_DELIVERY_OPS ?= 1000
 STRESS_DELIVERY_CALLS ?= 2400
 STRESS_DESTINATION ?= webhook
 STRESS_FAULT_RATE ?= 0.1
+# The Request Tracker pass: fewer operations (RT makes about 3 tickets a
+# second on 2 cores), faults on the same share of its creates.
+STRESS_RT_OPS ?= 150
+STRESS_RT_CALLS ?= 360
 STRESS_RULES = -servers $(STRESS_SERVERS) -conflict-hold $(STRESS_HOLD) -lose-rate $(STRESS_LOSE_RATE) -bursts $(STRESS_BURSTS)
 .PHONY: stress
 ## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against two local servers on one store under
 ## DynamoDB's conflict rule with lost answers, real cost-9 nonces, and the seed's burst through both; then
-## 1,000 operations delivered to a local helpdesk with faults on 10% of its creates (a few minutes)
-stress:
+## 1,000 operations delivered to a local helpdesk with faults on 10% of its creates, and 150 to a real
+## Request Tracker behind the fault proxy (installed first if need be; a few minutes in all)
+stress: rt-install
 	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m $(STRESS_RULES)
@@ -143,6 +148,10 @@ stress:
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_DELIVERY_CALLS) -ops $(STRESS_DELIVERY_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 10m $(STRESS_RULES) \
 		-destination $(STRESS_DESTINATION) -fault-rate $(STRESS_FAULT_RATE)
+	@echo "== the same servers delivering to a real Request Tracker whose proxy misbehaves on $(STRESS_FAULT_RATE) of its creates"
+	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_RT_CALLS) -ops $(STRESS_RT_OPS) \
+		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 10m $(STRESS_RULES) \
+		-destination rt -fault-rate $(STRESS_FAULT_RATE)
 
 # ---- SAM application: build for `sam build`, local invokes -------------------
 # `sam build` runs build-CallbackFunction and build-DeliverFunction

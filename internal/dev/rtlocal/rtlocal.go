@@ -2,6 +2,7 @@ package rtlocal
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -395,4 +396,62 @@ func (in *Instance) Page(path string) (string, error) {
 		return "", fmt.Errorf("rtlocal: %s: %d %v", path, resp.StatusCode, err)
 	}
 	return string(b), nil
+}
+
+// Tickets lists every ticket RT holds (its deleted ones aside), as the
+// local helpdesk lists its own: RT's id, oncecall's ticket id as the
+// external id (TicketField), the key (KeyField), the tenant and the user.
+func (in *Instance) Tickets(ctx context.Context) ([]helpdesk.Ticket, error) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	var out []helpdesk.Ticket
+	for page := 1; ; page++ {
+		q := url.Values{"query": {"id > 0"}, "fields": {"Subject,CustomFields"}, "orderby": {"id"}, "per_page": {"100"}, "page": {strconv.Itoa(page)}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.URL+rt.TicketsPath+"?"+q.Encode(), nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "token "+in.Token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		var list struct {
+			Pages int `json:"pages"`
+			Items []struct {
+				ID           json.Number `json:"id"`
+				Subject      string      `json:"Subject"`
+				CustomFields []struct {
+					Name   string   `json:"name"`
+					Values []string `json:"values"`
+				} `json:"CustomFields"`
+			} `json:"items"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("rtlocal: listing tickets: %d %v", resp.StatusCode, err)
+		}
+		for _, it := range list.Items {
+			id, _ := it.ID.Int64()
+			t := helpdesk.Ticket{ID: id, Title: it.Subject, Via: rt.Name}
+			for _, cf := range it.CustomFields {
+				v := strings.Join(cf.Values, ",")
+				switch cf.Name {
+				case rt.TicketField:
+					t.ExternalID = v
+				case rt.KeyField:
+					t.IdempotencyKey = v
+				case rt.TenantField:
+					t.Tenant = v
+				case rt.UserField:
+					t.Requester = v
+				}
+			}
+			out = append(out, t)
+		}
+		if page >= list.Pages {
+			return out, nil
+		}
+	}
 }
