@@ -234,11 +234,18 @@ rt-install:
 .PHONY: bench
 
 ## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the
-## Powertools peer, all bounded and on loopback; writes BENCHMARKS.md (about 5 minutes)
-bench:
+## Powertools peer, delivery to a real Request Tracker, all bounded and on loopback; writes BENCHMARKS.md (about 6 minutes)
+bench: rt-install
 	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer comparison will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"
+
+.PHONY: bench-rt
+## bench-rt: only the Request Tracker part (delivery latency against RT's own create, requests per delivery);
+## replaces that section of BENCHMARKS.md (about a minute; installs RT first if need be)
+bench-rt: rt-install
+	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	./bin/oncecall-bench -only rt -update -out BENCHMARKS.md -command "make bench-rt"
 
 .PHONY: bench-capacity
 ## bench-capacity: only the capacity part (read and write units from the store's answers, oncecall's

@@ -33,7 +33,8 @@ type Proxy struct {
 	srv      *http.Server
 	addr     string
 
-	keyOf func(body []byte) string
+	keyOf    func(body []byte) string
+	answered func(op Op, body []byte, at time.Time)
 
 	mu     sync.Mutex
 	queue  []Fault
@@ -63,13 +64,17 @@ type ProxyOptions struct {
 	// KeyOf, when set, reads the idempotency key from a create's body,
 	// for KeyRequests.
 	KeyOf func(body []byte) string
+	// Answered, when set, is told when the helpdesk behind answered a
+	// request of op (a create's body given), before any fault applies to
+	// the answer: for timing what reached the helpdesk.
+	Answered func(op Op, body []byte, at time.Time)
 }
 
 // StartProxy serves on addr ("127.0.0.1:0" for any free port) a proxy to
 // target (a base URL: scheme://host:port) until Close. classify names the
 // requests faults apply to.
 func StartProxy(addr, target string, classify func(*http.Request) (Op, bool), o ProxyOptions) (*Proxy, error) {
-	p := &Proxy{target: strings.TrimRight(target, "/"), classify: classify, keyOf: o.KeyOf, keys: map[string]int{},
+	p := &Proxy{target: strings.TrimRight(target, "/"), classify: classify, keyOf: o.KeyOf, answered: o.Answered, keys: map[string]int{},
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	if o.Random != nil {
@@ -243,7 +248,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.counts.Passed++
 		p.mu.Unlock()
-		p.relay(w, p.forward(r, body, r.URL.RawQuery))
+		a := p.forward(r, body, r.URL.RawQuery)
+		if op != "" {
+			p.told(op, body, a)
+		}
+		p.relay(w, a)
 		return
 	}
 	switch f.Kind {
@@ -259,6 +268,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		query = ""
 	}
 	a := p.forward(r, body, query)
+	p.told(op, body, a)
 	switch f.Kind {
 	case FailAfter:
 		proxyAnswer(w, f)
@@ -274,6 +284,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		p.relay(w, a)
+	}
+}
+
+// told tells ProxyOptions.Answered that the helpdesk answered a.
+func (p *Proxy) told(op Op, body []byte, a answer) {
+	if p.answered != nil && a.status != 0 {
+		p.answered(op, body, time.Now())
 	}
 }
 

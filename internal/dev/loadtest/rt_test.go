@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -34,7 +35,15 @@ func TestBothDoorsDeliverToRT(t *testing.T) {
 		if s.RT == "" {
 			t.Fatalf("the server started no Request Tracker:\n%s", s.Logs())
 		}
-		checkDoors(t, s, func(r *http.Request) { r.SetBasicAuth("root", rtlocal.RootPassword) }, s.RT)
+		ids := checkDoors(t, s, func(r *http.Request) { r.SetBasicAuth("root", rtlocal.RootPassword) }, s.RT)
+		// The README's repeat: the same call answers delivered, with RT's
+		// ticket and where a person opens it.
+		a := callAnswer(t, s.URL+"/callback", validNonce(t), callbackCreate(ids.rid+"-cb"))
+		d, _ := a["delivery"].(map[string]any)
+		if a["deduplicated"] != true || a["ticket_id"] != ids.ids[0] || d["state"] != "delivered" ||
+			d["helpdesk_id"] == nil || d["url"] != s.RT+rt.DisplayPath+fmt.Sprint(d["helpdesk_id"]) {
+			t.Fatalf("the repeat answered %v", a)
+		}
 	})
 	t.Run("answers lost after RT made the ticket", func(t *testing.T) {
 		in, err := rtlocal.Start("127.0.0.1:0")
@@ -59,16 +68,27 @@ func TestBothDoorsDeliverToRT(t *testing.T) {
 	})
 }
 
+// doorTickets are the tickets checkDoors made, callback's first, and the
+// request id their request ids start with.
+type doorTickets struct {
+	ids []string
+	rid string
+}
+
+func callbackCreate(requestID string) map[string]any {
+	return map[string]any{"type": "tool_call",
+		"function": map[string]any{"name": "create_ticket", "content": map[string]any{"title": "Printer on fire (callback)", "priority": "high"}},
+		"context":  map[string]any{"externalUserId": "user-a", "metadata": map[string]any{"request_id": requestID}}}
+}
+
 // checkDoors creates one ticket through each door of s, waits for both
 // deliveries and checks them against RT at base (auth signs the requests).
-func checkDoors(t *testing.T, s *loadtest.Server, auth func(*http.Request), base string) {
+func checkDoors(t *testing.T, s *loadtest.Server, auth func(*http.Request), base string) doorTickets {
 	t.Helper()
 	n := validNonce(t)
 	rid := "rt-doors-" + dynamotest.RandomHex(4)
 	ids := []string{
-		callDoor(t, s.URL+"/callback", n, map[string]any{"type": "tool_call",
-			"function": map[string]any{"name": "create_ticket", "content": map[string]any{"title": "Printer on fire (callback)", "priority": "high"}},
-			"context":  map[string]any{"externalUserId": "user-a", "metadata": map[string]any{"request_id": rid + "-cb"}}}),
+		callDoor(t, s.URL+"/callback", n, callbackCreate(rid+"-cb")),
 		callDoor(t, s.URL+"/mcp", n, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
 			"name": "create_ticket", "arguments": map[string]any{"title": "Printer on fire (MCP)", "priority": "high"},
 			"_meta": map[string]any{"_aiv_nonce": n, "_aiv_external_user_id": "user-c", "_aiv_call_source": "McpClient", "request_id": rid + "-mcp"}}}),
@@ -85,9 +105,22 @@ func checkDoors(t *testing.T, s *loadtest.Server, auth func(*http.Request), base
 			t.Fatalf("door %d: RT's ticket carries %v", i, f)
 		}
 	}
+	return doorTickets{ids: ids, rid: rid}
 }
 
 func callDoor(t *testing.T, u, n string, body map[string]any) string {
+	t.Helper()
+	a := callAnswer(t, u, n, body)
+	id, _ := a["ticket_id"].(string)
+	if a["status"] != "created" || id == "" {
+		t.Fatalf("%s answered %v", u, a)
+	}
+	return id
+}
+
+// callAnswer sends body to a door of the server and returns its answer
+// (an MCP result's structured content).
+func callAnswer(t *testing.T, u, n string, body map[string]any) map[string]any {
 	t.Helper()
 	raw, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(raw))
@@ -106,11 +139,10 @@ func callDoor(t *testing.T, u, n string, body map[string]any) string {
 	if res, ok := a["result"].(map[string]any); ok {
 		a, _ = res["structuredContent"].(map[string]any)
 	}
-	id, _ := a["ticket_id"].(string)
-	if resp.StatusCode != http.StatusOK || a["status"] != "created" || id == "" {
+	if resp.StatusCode != http.StatusOK || a == nil {
 		t.Fatalf("%s answered %d %s", u, resp.StatusCode, out)
 	}
-	return id
+	return a
 }
 
 // waitFinal reads ticket id's delivery until it leaves the queue.
