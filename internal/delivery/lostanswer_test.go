@@ -25,24 +25,7 @@ func TestLostWriteAnswers(t *testing.T) {
 		"both":   {{AfterCommit: true}, {}, {AfterCommit: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			env := dynamotest.New(t)
-			proxy := dynamotest.NewProxy(t, env.Endpoint)
-			store := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), env.Table, dynamo.WithClock(func() time.Time { return t0 }),
-				dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
-			r := &rig{t: t, env: env, store: store, now: t0}
-			seed(t, store)
-			caps := delivery.Capabilities{}
-			hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps, Now: r.clock})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = hd.Close() })
-			dest, err := webhook.New(hd.WebhookURL(), webhook.Options{Capabilities: caps, Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(dest.CloseIdleConnections)
-			r.w = &delivery.Worker{Store: store, Destination: dest, Policy: policy, Now: r.clock, Rand: maxDelay}
+			r, proxy, hd := newLostRig(t)
 			id := r.ticket()
 			proxy.Inject("UpdateItem", lost...)
 			rep := r.deliver(id)
@@ -87,29 +70,13 @@ func TestAnAttemptThatNeverSentIsRetried(t *testing.T) {
 		"lease answer lost and the read fails, both": {updates: budget(lost), gets: budget(broken)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			env := dynamotest.New(t)
-			proxy := dynamotest.NewProxy(t, env.Endpoint)
-			store := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), env.Table, dynamo.WithClock(func() time.Time { return t0 }),
-				dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
-			r := &rig{t: t, env: env, store: store, now: t0}
-			seed(t, store)
-			caps := delivery.Capabilities{}
-			hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps, Now: r.clock})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = hd.Close() })
-			dest, err := webhook.New(hd.WebhookURL(), webhook.Options{Capabilities: caps, Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(dest.CloseIdleConnections)
-			r.w = &delivery.Worker{Store: store, Destination: dest, Policy: policy, Now: r.clock, Rand: maxDelay}
+			r, proxy, hd := newLostRig(t)
 			id := r.ticket()
 			proxy.Inject("UpdateItem", c.updates...)
 			proxy.Inject("GetItem", c.gets...)
 			var rep delivery.Report
 			for range 10 {
+				var err error
 				rep, err = r.w.Deliver(context.Background(), id)
 				if err == nil && rep.State.Final() {
 					break
@@ -127,4 +94,30 @@ func TestAnAttemptThatNeverSentIsRetried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newLostRig is a worker delivering to the local helpdesk, which can
+// neither deduplicate nor be looked up, over a store behind the fault
+// proxy whose retries wait nothing.
+func newLostRig(t *testing.T) (*rig, *dynamotest.Proxy, *helpdesk.Server) {
+	t.Helper()
+	env := dynamotest.New(t)
+	proxy := dynamotest.NewProxy(t, env.Endpoint)
+	store := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), env.Table, dynamo.WithClock(func() time.Time { return t0 }),
+		dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	r := &rig{t: t, env: env, store: store, now: t0}
+	seed(t, store)
+	caps := delivery.Capabilities{}
+	hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps, Now: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hd.Close() })
+	dest, err := webhook.New(hd.WebhookURL(), webhook.Options{Capabilities: caps, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dest.CloseIdleConnections)
+	r.w = &delivery.Worker{Store: store, Destination: dest, Policy: policy, Now: r.clock, Rand: maxDelay}
+	return r, proxy, hd
 }

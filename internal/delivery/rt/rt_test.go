@@ -118,21 +118,16 @@ func call(t testing.TB, in *rtlocal.Instance, method, path string, body any) (in
 // searches it, oldest first.
 func byKey(t testing.TB, in *rtlocal.Instance, key string) []rtTicket {
 	t.Helper()
-	q := url.Values{"query": {rt.Query(key)}, "fields": {"Subject,Priority,CustomFields"}, "orderby": {"id"}, "per_page": {"100"}}
-	status, out := call(t, in, http.MethodGet, rt.TicketsPath+"?"+q.Encode(), nil)
-	if status != http.StatusOK {
-		t.Fatalf("search: %d %v", status, out)
+	found, err := rtlocal.Search(context.Background(), in.URL, in.Authorize, rt.Query(key))
+	if err != nil {
+		t.Fatal(err)
 	}
-	items, _ := out["items"].([]any)
 	var got []rtTicket
-	for _, it := range items {
-		m, _ := it.(map[string]any)
-		tk := rtTicket{ID: fmt.Sprint(m["id"]), Subject: fmt.Sprint(m["Subject"]), Priority: fmt.Sprint(m["Priority"]), Fields: map[string]string{}}
-		cfs, _ := m["CustomFields"].([]any)
-		for _, c := range cfs {
-			cf, _ := c.(map[string]any)
-			if vs, _ := cf["values"].([]any); len(vs) == 1 {
-				tk.Fields[fmt.Sprint(cf["name"])] = fmt.Sprint(vs[0])
+	for _, h := range found {
+		tk := rtTicket{ID: fmt.Sprint(h.ID), Subject: h.Title, Priority: h.Priority, Fields: map[string]string{}}
+		for name, v := range map[string]string{rt.KeyField: h.IdempotencyKey, rt.TenantField: h.Tenant, rt.UserField: h.Requester, rt.TicketField: h.ExternalID} {
+			if v != "" {
+				tk.Fields[name] = v
 			}
 		}
 		got = append(got, tk)
@@ -337,11 +332,14 @@ func TestFaultMatrix(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = proxy.Close() })
-			d := newDest(t, proxy.URL, rt.Options{Token: in.Token, Queue: in.Queue, Timeout: desttest.Timeout})
+			d := newDest(t, proxy.URL, rt.Options{Token: in.Token, Queue: in.Queue, Timeout: matrixTimeout})
 			ctx := context.Background()
 			tk, key := desttest.NewTicket(), newKey()
 			if c.Fault != nil {
 				f := *c.Fault
+				if f.Kind == helpdesk.Slow {
+					f.Delay = 2 * matrixTimeout
+				}
 				if c.RetryAfterDate {
 					f.RetryAfter = time.Now().Add(c.RetryAfter).UTC().Format(http.TimeFormat)
 				}
@@ -351,6 +349,10 @@ func TestFaultMatrix(t *testing.T) {
 			}
 			r := d.Create(ctx, key, tk)
 			desttest.CheckSafe(t, r, in.Token)
+			// Real time passes before the worker's next step: whatever the
+			// proxy forwarded is done at RT (a client that gave up does
+			// not stop RT).
+			proxy.WaitIdle()
 			want := c.Outcome
 			if c.Name == "409" {
 				want = desttest.ConflictOutcome(d)
@@ -390,6 +392,10 @@ func TestFaultMatrix(t *testing.T) {
 		})
 	}
 }
+
+// matrixTimeout bounds each request of the matrix: longer than RT takes
+// on a busy machine (the local helpdesk's matrix waits desttest.Timeout).
+const matrixTimeout = 5 * time.Second
 
 // waitListening waits until the proxy at base accepts connections again
 // after a refuse fault.

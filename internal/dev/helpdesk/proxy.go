@@ -35,6 +35,8 @@ type Proxy struct {
 
 	keyOf    func(body []byte) string
 	answered func(op Op, body []byte, at time.Time)
+	slots    chan struct{} // nil without MaxInFlight
+	inFlight sync.WaitGroup
 
 	mu     sync.Mutex
 	queue  []Fault
@@ -68,6 +70,13 @@ type ProxyOptions struct {
 	// request of op (a create's body given), before any fault applies to
 	// the answer: for timing what reached the helpdesk.
 	Answered func(op Op, body []byte, at time.Time)
+	// MaxInFlight, when positive, bounds the requests forwarded at once,
+	// as a front does for a helpdesk with that many workers: the others
+	// wait in the proxy, and one whose client gave up while it waited is
+	// never forwarded. Without it a helpdesk's own backlog could hold a
+	// create for longer than any client waits and make it after a lookup
+	// said there was none.
+	MaxInFlight int
 }
 
 // StartProxy serves on addr ("127.0.0.1:0" for any free port) a proxy to
@@ -77,6 +86,9 @@ func StartProxy(addr, target string, classify func(*http.Request) (Op, bool), o 
 	p := &Proxy{target: strings.TrimRight(target, "/"), classify: classify, keyOf: o.KeyOf, answered: o.Answered, keys: map[string]int{},
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	if o.MaxInFlight > 0 {
+		p.slots = make(chan struct{}, o.MaxInFlight)
+	}
 	if o.Random != nil {
 		r := *o.Random
 		r.Kinds = append([]Fault(nil), r.Kinds...)
@@ -139,6 +151,12 @@ func (p *Proxy) KeyRequests() map[string]int {
 	defer p.mu.Unlock()
 	return maps.Clone(p.keys)
 }
+
+// WaitIdle waits until no request is being forwarded: the helpdesk behind
+// has finished with everything it was sent, whether or not its client
+// still waits. A test whose clock jumps ahead calls it where real time
+// would have passed.
+func (p *Proxy) WaitIdle() { p.inFlight.Wait() }
 
 // Counts returns what reached the proxy so far.
 func (p *Proxy) Counts() ProxyCounts {
@@ -303,9 +321,24 @@ type answer struct {
 	status int
 	header http.Header
 	body   []byte
+	// gone: the client left before the request was forwarded.
+	gone bool
 }
 
 func (p *Proxy) forward(r *http.Request, body []byte, query string) answer {
+	p.inFlight.Add(1)
+	defer p.inFlight.Done()
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+			defer func() { <-p.slots }()
+		case <-r.Context().Done():
+			return answer{gone: true} // the client gave up first: nothing forwarded
+		}
+		if r.Context().Err() != nil {
+			return answer{gone: true}
+		}
+	}
 	target := p.target + r.URL.Path
 	if query != "" {
 		target += "?" + query
@@ -330,6 +363,9 @@ func (p *Proxy) forward(r *http.Request, body []byte, query string) answer {
 }
 
 func (p *Proxy) relay(w http.ResponseWriter, a answer) {
+	if a.gone {
+		return
+	}
 	if a.status == 0 {
 		// The helpdesk is down: a gateway's answer.
 		proxyAnswer(w, Fault{Kind: "helpdesk_unreachable", Status: http.StatusBadGateway})

@@ -104,13 +104,19 @@ const (
 )
 
 // StressFaults are the helpdesk's misbehaviours in a destination run.
-var StressFaults = []helpdesk.Fault{
-	{Kind: helpdesk.LoseAnswer},
-	{Kind: helpdesk.FailBefore, Status: 503},
-	{Kind: helpdesk.FailAfter, Status: 500},
-	{Kind: helpdesk.RateLimit, RetryAfter: "1"},
-	{Kind: helpdesk.Slow, Delay: 1500 * time.Millisecond},
-	{Kind: helpdesk.ResetBefore},
+var StressFaults = stressFaults(1500 * time.Millisecond)
+
+// stressFaults are the misbehaviours of a destination run, the slow
+// answer coming after slow.
+func stressFaults(slow time.Duration) []helpdesk.Fault {
+	return []helpdesk.Fault{
+		{Kind: helpdesk.LoseAnswer},
+		{Kind: helpdesk.FailBefore, Status: 503},
+		{Kind: helpdesk.FailAfter, Status: 500},
+		{Kind: helpdesk.RateLimit, RetryAfter: "1"},
+		{Kind: helpdesk.Slow, Delay: slow},
+		{Kind: helpdesk.ResetBefore},
+	}
 }
 
 // RunStress starts the store, the fault proxy, the helpdesk and the
@@ -319,20 +325,17 @@ type StressHelpdesk struct {
 }
 
 // RTStressTimeout is the servers' request timeout to Request Tracker in an
-// rt run: past RT's own queueing under the run's load (it makes about 3
-// tickets a second on 2 cores), so that a create RT has not yet made is
-// not taken for lost; its slow fault answers later still.
-const RTStressTimeout = "3s"
+// rt run: longer than RT takes for one create on a busy machine (about
+// 0.3 s when idle), so that a create RT is still making is not looked up
+// before it is made (the lookup comes three timeouts after the create).
+// The proxy in front of RT forwards at most as many requests as RT has
+// workers and drops one whose client gave up while it waited, as a front
+// does, so RT's own backlog never holds a create that long.
+const RTStressTimeout = "5s"
 
-// RTStressFaults are the proxy's misbehaviours in front of RT.
-var RTStressFaults = []helpdesk.Fault{
-	{Kind: helpdesk.LoseAnswer},
-	{Kind: helpdesk.FailBefore, Status: 503},
-	{Kind: helpdesk.FailAfter, Status: 500},
-	{Kind: helpdesk.RateLimit, RetryAfter: "1"},
-	{Kind: helpdesk.Slow, Delay: 4 * time.Second},
-	{Kind: helpdesk.ResetBefore},
-}
+// RTStressFaults are the proxy's misbehaviours in front of RT: the same,
+// the slow answer past RTStressTimeout.
+var RTStressFaults = stressFaults(7 * time.Second)
 
 // StartStressHelpdesk starts the helpdesk of a destination run (faults on
 // rate of its creates, drawn from seed) and returns the servers'

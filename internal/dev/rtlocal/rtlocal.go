@@ -23,6 +23,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery/rt"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/dev/localdb"
 )
 
 // The Debian installation this package runs (`make rt-install`).
@@ -126,7 +127,7 @@ func Start(addr string) (*Instance, error) {
 		return nil, fmt.Errorf("rtlocal: address %q: %w", addr, err)
 	}
 	if port == "0" {
-		if port, err = freePort(host); err != nil {
+		if port, err = localdb.FreePort(host); err != nil {
 			return nil, err
 		}
 	} else if ln, err := net.Listen("tcp", addr); err != nil {
@@ -305,15 +306,6 @@ func (in *Instance) Logs() string {
 	return in.out.String()
 }
 
-func freePort(host string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = ln.Close() }()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
-}
-
 // maxTail is how much of RT's output is kept.
 const maxTail = 64 << 10
 
@@ -366,8 +358,13 @@ func KeyOf(body []byte) string {
 }
 
 // StartProxy starts a fault proxy in front of the instance on a loopback
-// port, until its Close.
+// port, until its Close: a front that forwards to RT as many requests at
+// once as RT has workers (unless o says otherwise), never one whose client
+// gave up while it waited.
 func (in *Instance) StartProxy(o helpdesk.ProxyOptions) (*helpdesk.Proxy, error) {
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = Workers
+	}
 	return helpdesk.StartProxy("127.0.0.1:0", in.URL, Classify, o)
 }
 
@@ -399,28 +396,40 @@ func (in *Instance) Page(path string) (string, error) {
 }
 
 // Tickets lists every ticket RT holds (its deleted ones aside), as the
-// local helpdesk lists its own: RT's id, oncecall's ticket id as the
-// external id (TicketField), the key (KeyField), the tenant and the user.
+// local helpdesk lists its own (Search).
 func (in *Instance) Tickets(ctx context.Context) ([]helpdesk.Ticket, error) {
+	return Search(ctx, in.URL, in.Authorize, "id > 0")
+}
+
+// Authorize signs r with root's token.
+func (in *Instance) Authorize(r *http.Request) { r.Header.Set("Authorization", "token "+in.Token) }
+
+// Search lists the tickets of the RT at base that the TicketSQL query
+// finds, oldest first, every page, each as the local helpdesk lists its
+// own: RT's id, subject and priority, and from oncecall's fields the
+// external id (TicketField), the key (KeyField), the tenant and the user
+// (as Requester). auth signs each request.
+func Search(ctx context.Context, base string, auth func(*http.Request), query string) ([]helpdesk.Ticket, error) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	var out []helpdesk.Ticket
 	for page := 1; ; page++ {
-		q := url.Values{"query": {"id > 0"}, "fields": {"Subject,CustomFields"}, "orderby": {"id"}, "per_page": {"100"}, "page": {strconv.Itoa(page)}}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.URL+rt.TicketsPath+"?"+q.Encode(), nil)
+		q := url.Values{"query": {query}, "fields": {"Subject,Priority,CustomFields"}, "orderby": {"id"}, "per_page": {"100"}, "page": {strconv.Itoa(page)}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+rt.TicketsPath+"?"+q.Encode(), nil)
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("Authorization", "token "+in.Token)
+		auth(req)
 		resp, err := client.Do(req)
 		if err != nil {
 			return nil, err
 		}
 		var list struct {
-			Pages int `json:"pages"`
+			Pages float64 `json:"pages"`
 			Items []struct {
 				ID           json.Number `json:"id"`
 				Subject      string      `json:"Subject"`
+				Priority     string      `json:"Priority"`
 				CustomFields []struct {
 					Name   string   `json:"name"`
 					Values []string `json:"values"`
@@ -430,11 +439,11 @@ func (in *Instance) Tickets(ctx context.Context) ([]helpdesk.Ticket, error) {
 		err = json.NewDecoder(resp.Body).Decode(&list)
 		_ = resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("rtlocal: listing tickets: %d %v", resp.StatusCode, err)
+			return nil, fmt.Errorf("rtlocal: search: %d %v", resp.StatusCode, err)
 		}
 		for _, it := range list.Items {
 			id, _ := it.ID.Int64()
-			t := helpdesk.Ticket{ID: id, Title: it.Subject, Via: rt.Name}
+			t := helpdesk.Ticket{ID: id, Title: it.Subject, Priority: it.Priority, Via: rt.Name}
 			for _, cf := range it.CustomFields {
 				v := strings.Join(cf.Values, ",")
 				switch cf.Name {
@@ -450,7 +459,7 @@ func (in *Instance) Tickets(ctx context.Context) ([]helpdesk.Ticket, error) {
 			}
 			out = append(out, t)
 		}
-		if page >= list.Pages {
+		if float64(page) >= list.Pages {
 			return out, nil
 		}
 	}

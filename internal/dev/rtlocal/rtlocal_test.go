@@ -1,6 +1,7 @@
 package rtlocal_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -77,9 +78,11 @@ func create(t *testing.T, in *rtlocal.Instance, key string) string {
 
 func search(t *testing.T, in *rtlocal.Instance, key string) int {
 	t.Helper()
-	out := do(t, in, http.MethodGet, rt.TicketsPath+"?query="+strings.ReplaceAll(rt.Query(key), " ", "%20"), "")
-	n, _ := out["total"].(float64)
-	return int(n)
+	found, err := rtlocal.Search(context.Background(), in.URL, in.Authorize, rt.Query(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(found)
 }
 
 // TestMakefileInstallsThisVersion: make rt-install installs the version
