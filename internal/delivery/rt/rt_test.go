@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -95,23 +94,13 @@ type rtTicket struct {
 // call makes a REST 2.0 request to in as root and decodes its answer.
 func call(t testing.TB, in *rtlocal.Instance, method, path string, body any) (int, map[string]any) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = strings.NewReader(string(b))
-	}
-	req, _ := http.NewRequest(method, in.URL+path, r)
-	req.Header.Set("Authorization", "token "+in.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	status, raw, err := in.REST(context.Background(), method, path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	var out map[string]any
 	_ = json.Unmarshal(raw, &out)
-	return resp.StatusCode, out
+	return status, out
 }
 
 // byKey lists RT's tickets whose key field is key in any case, as RT

@@ -3,7 +3,6 @@ package helpdesk
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -383,16 +382,7 @@ func (p *Proxy) relay(w http.ResponseWriter, a answer) {
 
 // proxyAnswer answers with f's status (and Retry-After, and body).
 func proxyAnswer(w http.ResponseWriter, f Fault) {
-	if f.RetryAfter != "" {
-		w.Header().Set("Retry-After", f.RetryAfter)
-	}
-	if f.Body != "" {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(f.Status)
-		_, _ = io.WriteString(w, f.Body)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(f.Status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"message": "fault " + string(f.Kind) + " from the local proxy"})
+	writeFault(w, f, func(w http.ResponseWriter) {
+		writeJSON(w, f.Status, map[string]string{"message": "fault " + string(f.Kind) + " from the local proxy"})
+	})
 }

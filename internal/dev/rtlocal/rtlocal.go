@@ -401,6 +401,35 @@ func (in *Instance) Tickets(ctx context.Context) ([]helpdesk.Ticket, error) {
 	return Search(ctx, in.URL, in.Authorize, "id > 0")
 }
 
+// REST makes one REST 2.0 request to RT as root (path after the base URL,
+// body encoded as JSON when not nil) and returns the status and the
+// answer's body.
+func (in *Instance) REST(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, in.URL+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	in.Authorize(req)
+	req.Header.Set("Content-Type", "application/json")
+	client := &http.Client{Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
 // Authorize signs r with root's token.
 func (in *Instance) Authorize(r *http.Request) { r.Header.Set("Authorization", "token "+in.Token) }
 

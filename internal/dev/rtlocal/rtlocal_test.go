@@ -52,26 +52,14 @@ func TestFreshInstancesStopAndStart(t *testing.T) {
 	}
 }
 
-func do(t *testing.T, in *rtlocal.Instance, method, path, body string) map[string]any {
-	t.Helper()
-	req, _ := http.NewRequest(method, in.URL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "token "+in.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
-		t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
-	}
-	return out
-}
-
 func create(t *testing.T, in *rtlocal.Instance, key string) string {
 	t.Helper()
-	out := do(t, in, http.MethodPost, rt.TicketPath, `{"Queue":"`+in.Queue+`","Subject":"s","CustomFields":{"`+rt.KeyField+`":"`+key+`"}}`)
+	status, raw, err := in.REST(context.Background(), http.MethodPost, rt.TicketPath,
+		map[string]any{"Queue": in.Queue, "Subject": "s", "CustomFields": map[string]string{rt.KeyField: key}})
+	var out map[string]any
+	if err != nil || json.Unmarshal(raw, &out) != nil || status != http.StatusCreated {
+		t.Fatalf("create: %d %v %s", status, err, raw)
+	}
 	id, _ := out["id"].(string)
 	return id
 }
