@@ -41,7 +41,8 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags="-s -w -buildid="
 .PHONY: run test nonce build vet lint clean dynoxide mcp-clients
 
 ## run: serve POST /callback and GET /functions on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
-run: dynoxide
+## (DESTINATION=rt: delivering to a fresh local Request Tracker on 127.0.0.1:8030, installed first if need be)
+run: dynoxide $(if $(filter rt,$(DESTINATION)),rt-install)
 	$(GO) run ./cmd/oncecall
 
 ## test: every test, with the race detector, over dynoxide (and the MCP clients the door is tested with)
@@ -166,12 +167,17 @@ STRESS_DELIVERY_OPS ?= 1000
 STRESS_DELIVERY_CALLS ?= 2400
 STRESS_DESTINATION ?= webhook
 STRESS_FAULT_RATE ?= 0.1
+# The Request Tracker pass: fewer operations (RT makes about 3 tickets a
+# second on 2 cores), faults on the same share of its creates.
+STRESS_RT_OPS ?= 150
+STRESS_RT_CALLS ?= 360
 STRESS_RULES = -servers $(STRESS_SERVERS) -conflict-hold $(STRESS_HOLD) -lose-rate $(STRESS_LOSE_RATE) -bursts $(STRESS_BURSTS)
 .PHONY: stress
 ## stress: mixed concurrent run (STRESS_CALLS over STRESS_OPS) against two local servers on one store under
 ## DynamoDB's conflict rule with lost answers, real cost-9 nonces, and the seed's burst through both; then
-## 1,000 operations delivered to a local helpdesk with faults on 10% of its creates (a few minutes)
-stress:
+## 1,000 operations delivered to a local helpdesk with faults on 10% of its creates, and 150 to a real
+## Request Tracker behind the fault proxy (installed first if need be; a few minutes in all)
+stress: rt-install
 	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m $(STRESS_RULES)
@@ -179,6 +185,10 @@ stress:
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_DELIVERY_CALLS) -ops $(STRESS_DELIVERY_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 10m $(STRESS_RULES) \
 		-destination $(STRESS_DESTINATION) -fault-rate $(STRESS_FAULT_RATE)
+	@echo "== the same servers delivering to a real Request Tracker whose proxy misbehaves on $(STRESS_FAULT_RATE) of its creates"
+	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_RT_CALLS) -ops $(STRESS_RT_OPS) \
+		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 10m $(STRESS_RULES) \
+		-destination rt -fault-rate $(STRESS_FAULT_RATE)
 
 # ---- SAM application: build for `sam build`, local invokes -------------------
 # `sam build` runs build-CallbackFunction and build-DeliverFunction
@@ -210,15 +220,69 @@ invoke:
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(INVOKE_EVENTS)
 
+# ---- Request Tracker 5: a real helpdesk nobody here wrote --------------------
+# `make rt-install` installs Best Practical's Request Tracker 5 from Debian's
+# packages, non-interactively (debconf preseeded; once per machine, about 3
+# minutes; root, or sudo). Nothing of it starts as a service: the tests,
+# `make rt` and `make run DESTINATION=rt` start their own RT on loopback from
+# a prepared SQLite database (internal/dev/rtlocal), in seconds, and stop it
+# by its process group. RT_VERSION is the Debian version installed.
+RT_VERSION   := 5.0.3+dfsg-3~deb12u7
+RT_PACKAGES  := request-tracker5=$(RT_VERSION) rt5-db-sqlite=$(RT_VERSION) rt5-standalone=$(RT_VERSION)
+RT_SERVER    := /usr/share/request-tracker5/libexec/rt-server
+RT_SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
+RT_PRESEED   := \
+	'request-tracker5 request-tracker5/dbconfig-install boolean true' \
+	'request-tracker5 request-tracker5/database-type select sqlite3' \
+	'request-tracker5 request-tracker5/db/dbname string rtdb' \
+	'request-tracker5 request-tracker5/db/basepath string /var/lib/dbconfig-common/sqlite3/request-tracker5' \
+	'request-tracker5 request-tracker5/initial-root-password password oncecall-local-rt' \
+	'request-tracker5 request-tracker5/rtname string oncecall.local' \
+	'request-tracker5 request-tracker5/webbaseurl string http://127.0.0.1' \
+	'request-tracker5 request-tracker5/install-cronjobs boolean false' \
+	'request-tracker5 request-tracker5/handle-siteconfig-permissions boolean true' \
+	'rt5-db-sqlite rt5-db-sqlite/available boolean true'
+
+.PHONY: rt-install rt
+## rt: serve a fresh Request Tracker on 127.0.0.1:8030 until Ctrl-C, and print how to deliver to it (installs it first if need be)
+rt: rt-install
+	$(GO) build -o bin/ ./cmd/oncecall-rt
+	bin/oncecall-rt
+
+.PHONY: rt-e2e
+## rt-e2e: the end-to-end runs against a real Request Tracker, printing per fault the RT tickets per key,
+## the deliveries delivered or uncertain, and the attempts (make test runs them too, quietly)
+rt-e2e: rt-install dynoxide
+	$(GO) test -count=1 -v -run 'TestFaultsEndToEnd' ./internal/delivery/rt/ | grep -v '^=== '
+
+## rt-install: install Request Tracker 5 from Debian (once per machine, about 3 minutes; root or sudo)
+rt-install:
+	@if [ -x $(RT_SERVER) ] && [ "$$(dpkg-query -W -f='$${Version}' request-tracker5 2>/dev/null)" = "$(RT_VERSION)" ]; then \
+		echo "== Request Tracker $(RT_VERSION) is installed"; exit 0; fi; \
+	command -v apt-get >/dev/null || { echo "make: Request Tracker is installed from Debian's packages: this machine has no apt-get"; exit 2; }; \
+	echo "== installing Request Tracker $(RT_VERSION) from Debian (once; about 3 minutes)"; \
+	set -e; printf '%s\n' $(RT_PRESEED) | $(RT_SUDO) debconf-set-selections; \
+	$(RT_SUDO) apt-get update -qq; \
+	$(RT_SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(RT_PACKAGES) >/dev/null; \
+	test -x $(RT_SERVER) || { echo "make: $(RT_SERVER) is missing after the install"; exit 1; }; \
+	echo "== Request Tracker $(RT_VERSION) installed"
+
 # ---- benchmarks -------------------------------------------------------------
 .PHONY: bench
 
 ## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the
-## Powertools peer, all bounded and on loopback; writes BENCHMARKS.md (about 5 minutes)
-bench:
+## Powertools peer, delivery to a real Request Tracker, all bounded and on loopback; writes BENCHMARKS.md (about 6 minutes)
+bench: rt-install
 	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer comparison will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"
+
+.PHONY: bench-rt
+## bench-rt: only the Request Tracker part (delivery latency against RT's own create, requests per delivery);
+## replaces that section of BENCHMARKS.md (about a minute; installs RT first if need be)
+bench-rt: rt-install
+	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	./bin/oncecall-bench -only rt -update -out BENCHMARKS.md -command "make bench-rt"
 
 .PHONY: bench-capacity
 ## bench-capacity: only the capacity part (read and write units from the store's answers, oncecall's

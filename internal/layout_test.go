@@ -37,7 +37,7 @@ var rooms = []struct {
 	{"the flows: a callback, a delivery", []string{"internal/callback", "internal/delivery"}},
 	{"the adapters: transports, event sources, the store, the destinations", []string{
 		"internal/apigw", "internal/httpapi", "internal/mcp", "internal/stream", "internal/dynamo",
-		"internal/delivery/httpsend", "internal/delivery/webhook", "internal/delivery/zendesk",
+		"internal/delivery/httpsend", "internal/delivery/webhook", "internal/delivery/zendesk", "internal/delivery/rt",
 	}},
 	{"the wiring", []string{"internal/config", "internal/secret", "internal/metrics", "internal/app", "internal/app/profile"}},
 }

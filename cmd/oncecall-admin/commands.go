@@ -80,7 +80,7 @@ var commands = []*command{
 		store:    true, bind: findCmd,
 	},
 	{
-		name: "delivery list", summary: "list the tickets whose delivery is uncertain, failed or waiting for a retry (queued), oldest first, a page at a time (queries the attention index; never scans)",
+		name: "delivery list", summary: "list the tickets whose delivery is uncertain, failed or waiting for an attempt (queued), oldest first, a page at a time (queries the attention index; never scans)",
 		synopsis: "-state uncertain|failed|queued [-older-than D] [-tenant T] [-limit N] [-after CURSOR] [target flags] [-json]",
 		example:  "delivery list -state uncertain\ndelivery list -state queued -older-than 1h -tenant tenant-a -limit 20 -json",
 		store:    true, bind: deliveryList,

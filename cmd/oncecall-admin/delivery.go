@@ -202,7 +202,7 @@ type listedView struct {
 }
 
 func deliveryList(fs *flag.FlagSet) action {
-	state := fs.String("state", "", "uncertain, failed or queued (queued: tickets with a retry scheduled) (required)")
+	state := fs.String("state", "", "uncertain, failed or queued (queued: tickets waiting for an attempt, the first or a retry) (required)")
 	olderThan := fs.Duration("older-than", 0, "only deliveries that entered the state at least this long ago, such as 1h (default: any)")
 	tenant := fs.String("tenant", "", "only this tenant's tickets")
 	limit := fs.Int("limit", defaultDeliveryLimit, fmt.Sprintf("at most this many (1 to %d)", dynamo.MaxListDeliveries))
@@ -289,7 +289,7 @@ func deliveryList(fs *flag.FlagSet) action {
 				}
 				fmt.Fprintln(w, ")")
 				if *state == string(delivery.Queued) {
-					fmt.Fprintln(w, "(queued lists retries only: a ticket waiting for its first attempt is not listed)")
+					fmt.Fprintln(w, "(queued lists every ticket waiting for an attempt, its first included)")
 				}
 			})
 		},
@@ -415,12 +415,10 @@ func deliverySettle(fs *flag.FlagSet) action {
 			}
 			st := dynamo.Settlement{
 				TicketID: *id, As: settleAs[*as], Expect: delivery.State(*expect), Version: version.v,
-				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Actor: w, At: s.tool.now(),
+				Receipt: delivery.Receipt{ID: *helpdeskID, URL: *link}, Reason: *reason, Actor: w,
+				// At is left to the store's clock, which also judges the
+				// not-created horizon: the operator's machine's never does.
 				Keep: settleKeep(settleAs[*as], *keep),
-			}
-			if s.target.endpoint == "" {
-				// On AWS the worker's clock is another machine's.
-				st.ClockSkew = dynamo.SettleClockSkew
 			}
 			rec, err := s.admin.Settle(ctx, st)
 			var sc *dynamo.SettleConflict
@@ -491,9 +489,9 @@ func settleRefusal(st dynamo.Settlement, c *dynamo.SettleConflict) string {
 	case cur.LeaseOwner != "":
 		until := msTime(cur.LeaseUntil)
 		return fmt.Sprintf("an attempt is in progress until %s, try again after that (ticket %s: the delivery worker's attempt %d holds it, and only it or the sweep ends its lease). Nothing written", until, st.TicketID, cur.Attempts)
-	case st.As == dynamo.SettleNotCreated && c.At.Add(-st.ClockSkew).Before(cur.SafeAfter):
-		safe := msTime(cur.SafeAfter.Add(st.ClockSkew))
-		return fmt.Sprintf("not-created is refused until %s: the last request that may have created ticket %s may still be running at the helpdesk, or its search may not show the ticket yet; look again then, and settle what you find. Nothing written", safe, st.TicketID)
+	case st.As == dynamo.SettleNotCreated && c.At.Before(cur.SafeAfter):
+		return fmt.Sprintf("not-created is refused until %s by the store's clock (now %s): the last request that may have created ticket %s may still be running at the helpdesk, or its search may not show the ticket yet; look again then, and settle what you find. Nothing written",
+			msTime(cur.SafeAfter), msTime(c.At), st.TicketID)
 	}
 	return fmt.Sprintf("ticket %s changed while this command ran (now %s at version %d; %s). %s", st.TicketID, cur.Reported(c.At), cur.Version, movedBy(cur), again)
 }

@@ -345,8 +345,14 @@ func TestDeliveryList(t *testing.T) {
 		!strings.Contains(lines[1], "req-list-5") || !strings.Contains(lines[1], "http_503/503") || !strings.Contains(lines[3], "more: add -after ") {
 		t.Errorf("delivery list table:\n%s", res.stdout)
 	}
-	if res := d.must(exitOK, "delivery", "list", "-state", "queued"); !strings.Contains(res.stdout, "waiting for its first attempt is not listed") {
+	// What the tool says it lists is what it listed above: first attempts
+	// and retries alike, in its footer, its flag's help and its summary.
+	if res := d.must(exitOK, "delivery", "list", "-state", "queued"); !strings.Contains(res.stdout, "(queued lists every ticket waiting for an attempt, its first included)") {
 		t.Errorf("delivery list -state queued does not say what it lists:\n%s", res.stdout)
+	}
+	if res := d.must(exitOK, "delivery", "list", "-h"); !strings.Contains(res.stdout, "queued: tickets waiting for an attempt, the first or a retry") ||
+		!strings.Contains(res.stdout, "waiting for an attempt (queued)") || strings.Contains(res.stdout, "retries only") {
+		t.Errorf("delivery list -h does not say what -state queued lists:\n%s", res.stdout)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -734,9 +740,33 @@ func TestNotCreatedTooEarly(t *testing.T) {
 	if diff := sameItems(before, d.items()); diff != "" {
 		t.Fatalf("a refused settlement changed the table: %s", diff)
 	}
-	d.clock = func() time.Time { return r.SafeAfter.Add(time.Millisecond) }
+	// The store's clock judges, to the second (its answers' Date).
+	time.Sleep(time.Until(r.SafeAfter) + time.Second)
 	if res := d.run("delivery", "settle", "-ticket", id, "-as", "not-created", "-expect", "uncertain", "-version", strconv.FormatInt(r.Version, 10)); res.code != exitOK {
 		t.Fatalf("not-created once safe: exit %d %s", res.code, res.stderr)
+	}
+}
+
+// TestNotCreatedHorizonIsTheStoresClock: the horizon of a not-created
+// decision is judged on the store's clock, from its answers, never on the
+// operator's: a tool whose clock runs an hour fast is refused exactly as
+// an exact one is, and writes nothing.
+func TestNotCreatedHorizonIsTheStoresClock(t *testing.T) {
+	d := newDesk(t)
+	id := d.create("user-a", "req-skewed", "Skewed clock")
+	d.attempt(id, fault(helpdesk.FailAfter, 500, "")) // created, then 500: it may exist
+	r := d.record(id)
+	if r.State != delivery.Uncertain || !r.SafeAfter.After(time.Now()) {
+		t.Fatalf("record %+v", r)
+	}
+	before := d.items()
+	d.clock = func() time.Time { return time.Now().Add(time.Hour) }
+	res := d.run("delivery", "settle", "-ticket", id, "-as", "not-created", "-expect", "uncertain", "-version", strconv.FormatInt(r.Version, 10))
+	if res.code != exitConflict || !strings.Contains(res.stderr, "not-created is refused until ") {
+		t.Fatalf("not-created with the operator's clock an hour fast: exit %d %q", res.code, res.stderr)
+	}
+	if diff := sameItems(before, d.items()); diff != "" {
+		t.Fatalf("a refused settlement changed the table: %s", diff)
 	}
 }
 

@@ -275,10 +275,11 @@ func TestRunbookExample(t *testing.T) {
 		case words[0] == "sleep":
 			// The reader waits for the worker: so does the test, until the
 			// ticket's delivery has left the queue, and for as long as the
-			// README says when a decision must wait (SafeAfter).
+			// README says when a decision must wait (SafeAfter, on the
+			// store's clock, which counts whole seconds).
 			r := waitSettled(t, srv, vars["TICKET_ID"])
 			if secs, err := strconv.Atoi(words[len(words)-1]); err == nil && r != nil {
-				if wait := time.Until(r.SafeAfter); wait > 0 && wait <= time.Duration(secs)*time.Second {
+				if wait := time.Until(r.SafeAfter.Add(time.Second)); wait > 0 && wait <= time.Duration(secs)*time.Second {
 					time.Sleep(wait + 10*time.Millisecond)
 				}
 			}

@@ -32,7 +32,7 @@ func main() {
 	var o perf.Options
 	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to write")
 	flag.StringVar(&o.Command, "command", "make bench", "the command to name in the report")
-	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer,delivery,capacity,doors,contention,flood,backstop); all when empty")
+	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer,delivery,rt,capacity,doors,contention,flood,backstop); all when empty")
 	flag.BoolVar(&o.Update, "update", false, "with -only: replace those parts' sections in the report at -out and keep the rest")
 	flag.IntVar(&o.FloorSamples, "floor-samples", 100, "samples per kind in the floor runs")
 	flag.DurationVar(&o.FloorBudget, "floor-budget", 25*time.Second, "time limit of each floor run")
@@ -44,6 +44,8 @@ func main() {
 	flag.IntVar(&o.PeerSamples, "peer-samples", 300, "single-client calls per kind in the peer run")
 	flag.StringVar(&o.PeerDir, "peer-dir", "bench/peers", "directory of the Powertools peer (npm ci done)")
 	flag.IntVar(&o.DeliverySamples, "delivery-samples", 200, "tickets created and delivered one after another in the delivery run")
+	flag.IntVar(&o.RTSamples, "rt-samples", 60, "tickets delivered one after another to Request Tracker in the rt run (RT makes about 3 a second)")
+	flag.IntVar(&o.RTLostSamples, "rt-lost-samples", 10, "tickets of the rt run whose first create's answer is lost")
 	flag.DurationVar(&o.ContentionDuration, "contention-duration", 3*time.Second, "length of each load run of the contention part")
 	flag.IntVar(&o.Bursts, "bursts", 100, "how many times the contention part sends the seed's burst")
 	flag.IntVar(&o.DoorSamples, "door-samples", 200, "created calls through each door (/callback, /mcp) in the doors run")

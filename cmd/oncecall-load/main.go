@@ -9,7 +9,7 @@
 //
 //	oncecall-load stress [-server bin/oncecall -servers 2 | -url URL -db ENDPOINT -table T] [-calls N -ops M -seed S ...]
 //	                     [-conflict-hold 15ms -lose-rate 0.02 -bursts 20]
-//	                     [-destination webhook|zendesk -fault-rate 0.1 -dedup-window 2h -lookup]
+//	                     [-destination webhook|zendesk|rt -fault-rate 0.1 -dedup-window 2h -lookup]
 //
 // starts a store, the fault proxy in front of it applying DynamoDB's
 // transaction conflict rule and losing the answers of a share of the
@@ -33,7 +33,10 @@
 // state, the uncertain deliveries and, separately, those uncertain
 // although the helpdesk never got a create request with their key, and
 // exits 1 unless nothing was duplicated at the destination or lost and no
-// delivery was uncertain although never sent.
+// delivery was uncertain although never sent. With -destination rt the
+// helpdesk is a fresh, real Request Tracker (internal/dev/rtlocal; `make
+// rt-install` installs it), and the fault proxy in front of it misbehaves
+// instead.
 package main
 
 import (
@@ -128,7 +131,7 @@ func stress(args []string) error {
 	fs.DurationVar(&o.Hold, "conflict-hold", 15*time.Millisecond, "with -server: the store is reached through the fault proxy applying DynamoDB's transaction conflict rule, each transaction holding its items this long (0: no proxy)")
 	fs.Float64Var(&o.LoseRate, "lose-rate", 0.02, "share of applied writes whose answer the proxy loses (with -conflict-hold)")
 	fs.IntVar(&o.Bursts, "bursts", 20, "times the seed's burst is sent: ten identical calls at once, spread over the servers")
-	fs.StringVar(&o.Destination, "destination", "", "deliver to a local helpdesk through this destination: webhook or zendesk (with -server)")
+	fs.StringVar(&o.Destination, "destination", "", "deliver to a local helpdesk through this destination: webhook, zendesk or rt (a real Request Tracker behind the fault proxy; with -server)")
 	fs.Float64Var(&o.FaultRate, "fault-rate", 0.1, "share of the helpdesk's create requests that misbehave (with -destination)")
 	fs.DurationVar(&o.DedupWindow, "dedup-window", 2*time.Hour, "how long the webhook helpdesk remembers a key; 0: it does not deduplicate")
 	fs.BoolVar(&o.Lookup, "lookup", true, "whether the webhook helpdesk answers lookups by external id")

@@ -12,7 +12,9 @@
 // the deliver function's own handler (internal/stream) with each batch; the
 // sweep runs on the template's schedule, or every DELIVERY_SWEEP_INTERVAL
 // when that is set. Without a DESTINATION_URL (or ZENDESK_SUBDOMAIN) it
-// starts the local helpdesk on 127.0.0.1:8025 and delivers there.
+// starts the local helpdesk on 127.0.0.1:8025 and delivers there; with
+// DESTINATION=rt, a fresh Request Tracker on 127.0.0.1:8030 instead
+// (internal/dev/rtlocal; `make rt-install` installs it).
 package main
 
 import (
@@ -34,6 +36,7 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/rtlocal"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 )
@@ -74,6 +77,7 @@ func addFlags(fs *flag.FlagSet) (addr, dbAddr, hdAddr *string) {
 		"Another address (0.0.0.0:3210, a LAN address) exposes them to every host that can reach it, and with the local demo hook key, which is public, anyone there can create tickets: set HOOK_KEY (and MCP_TOKEN) first")
 	dbAddr = fs.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
 	hdAddr = fs.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN); its control API also has the next port to itself")
+	fs.StringVar(&rtAddr, "rt-addr", rtlocal.DefaultAddr, "address of the local Request Tracker (started when DESTINATION=rt is set without DESTINATION_URL)")
 	fs.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
 	return addr, dbAddr, hdAddr
 }
@@ -86,9 +90,13 @@ func run(addr, dbAddr, hdAddr string) error {
 	if local {
 		// Checked by config like any URL; the helpdesk's real one, known
 		// once it listens, replaces it.
+		at := hdAddr
+		if os.Getenv(config.EnvDestination) == config.DestinationRT {
+			at = rtAddr
+		}
 		getenv = func(k string) string {
 			if k == config.EnvDestinationURL {
-				return "http://" + hdAddr
+				return "http://" + at
 			}
 			return os.Getenv(k)
 		}
@@ -98,7 +106,14 @@ func run(addr, dbAddr, hdAddr string) error {
 		return err
 	}
 	var hd *helpdesk.Server
-	if local {
+	var rtd *rtlocal.Instance
+	switch {
+	case local && cfg.Delivery.Destination == config.DestinationRT:
+		if rtd, err = localRT(&cfg.Delivery); err != nil {
+			return err
+		}
+		defer func() { _ = rtd.Close() }()
+	case local:
 		if hd, err = localHelpdesk(hdAddr, &cfg.Delivery); err != nil {
 			return err
 		}
@@ -107,6 +122,10 @@ func run(addr, dbAddr, hdAddr string) error {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if rtd != nil {
+		logger.Info("local Request Tracker", "url", rtd.URL, "queue", rtd.Queue, "web_login", "root / "+rtlocal.RootPassword,
+			"destination", cfg.Delivery.Destination)
+	}
 	if hd != nil {
 		logger.Info("local helpdesk", "url", hd.URL(), "destination", cfg.Delivery.Destination, "destination_url", cfg.Delivery.URL,
 			"control", hd.URL()+helpdesk.ControlPath+"/", "control_during_refuse", hd.ControlURL()+helpdesk.ControlPath+"/")
@@ -243,6 +262,23 @@ func localHelpdesk(addr string, d *config.Delivery) (*helpdesk.Server, error) {
 		d.URL = hd.WebhookURL()
 	}
 	return hd, nil
+}
+
+// rtAddr is the -rt-addr flag.
+var rtAddr string
+
+// localRT starts a fresh local Request Tracker on rtAddr and points d at
+// it: its URL, root's token and the queue with oncecall's fields.
+func localRT(d *config.Delivery) (*rtlocal.Instance, error) {
+	in, err := rtlocal.Start(rtAddr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, startError("the local Request Tracker", rtAddr, "-rt-addr", config.EnvDestinationURL+" to deliver to another RT", err)
+		}
+		return nil, err
+	}
+	d.URL, d.Token, d.RTQueue = in.URL, in.Token, in.Queue
+	return in, nil
 }
 
 // localStore starts the local store on addr.

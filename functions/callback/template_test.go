@@ -657,6 +657,20 @@ func TestTemplateCallbackWithADestination(t *testing.T) {
 	if _, ok := env[config.EnvDedupWindow]; ok {
 		t.Errorf("%s set for zendesk, which refuses it", config.EnvDedupWindow)
 	}
+
+	// Request Tracker: queued only, RT_QUEUE unset; with inline attempts
+	// the URL, the queue and the secret.
+	env = deploy(t, map[string]string{"Destination": "rt", "DestinationUrl": "https://rt.acme.test", "RtQueue": "IT Support"}).env(t)
+	c = load(t, env)
+	if _, ok := env[config.EnvRTQueue]; ok || c.Delivery.Destination != config.DestinationRT || c.Delivery.URL != "" {
+		t.Errorf("rt, queued only: env %v, loaded %+v", env, c.Delivery)
+	}
+	env = deploy(t, map[string]string{"Destination": "rt", "DestinationUrl": "https://rt.acme.test", "RtQueue": "IT Support",
+		"DeliveryInlineTimeout": "2s", "DestinationSecretArn": existingDestSecret}).env(t)
+	c = load(t, env)
+	if c.Delivery.RTQueue != "IT Support" || c.Delivery.URL != "https://rt.acme.test" || c.Delivery.SecretARN != existingDestSecret || c.Delivery.Inline != 2*time.Second {
+		t.Errorf("rt, inline: loaded %+v", c.Delivery)
+	}
 }
 
 func TestTemplateHookKeySecret(t *testing.T) {

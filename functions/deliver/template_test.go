@@ -858,6 +858,7 @@ func TestTemplateDeliveryParametersMatchTheCode(t *testing.T) {
 		{"ZendeskTenantField", config.EnvZendeskTenantField, zendesk, idCandidates(), nil, ids, false},
 		{"ZendeskRequesterField", config.EnvZendeskUserField, zendesk, idCandidates(), nil, ids, false},
 		{"ZendeskRequesterId", config.EnvZendeskRequester, zendesk, idCandidates(), nil, ids, false},
+		{"RtQueue", config.EnvRTQueue, rtBase, queueCandidates(), nil, []string{"General", "IT Support", "7"}, false},
 	} {
 		t.Run(tc.param, func(t *testing.T) {
 			p := params[tc.param].(map[string]any)
@@ -916,6 +917,14 @@ func intCandidates() []string {
 	return append(out, "", "01", "1.0", "1e2", " 5", "five")
 }
 
+// rtBase deploys Request Tracker as the destination.
+var rtBase = map[string]string{"Destination": "rt", "DestinationUrl": "https://rt.acme.test"}
+
+func queueCandidates() []string {
+	return []string{"", "General", "IT Support", "7", "Ünicode queue", " General", "General ", "a\tb", "a\nb", "x\x7f",
+		strings.Repeat("q", 200), strings.Repeat("q", 201), strings.Repeat("é", 200), strings.Repeat("é", 201)}
+}
+
 func idCandidates() []string {
 	return []string{"", "0", "1", "42", "360001234567", "999999999999999999", "9223372036854775807", "9223372036854775808", "-1", "01", "1.5", "x"}
 }
@@ -962,6 +971,13 @@ func TestTemplateRulesRefuseWhatTheCodeRefuses(t *testing.T) {
 		{"inline attempts with a created secret", with(webhook, "DeliveryInlineTimeout", "1s"), nil},
 		{"a bad destination", map[string]string{"Destination": "jira"}, map[string]string{config.EnvDestination: "jira"}},
 		{"an http URL", map[string]string{"Destination": "webhook", "DestinationUrl": "http://helpdesk.example.com"}, nil},
+		{"rt without a URL", map[string]string{"Destination": "rt"}, map[string]string{config.EnvDestination: "rt"}},
+		{"rt with a Zendesk subdomain", with(rtBase, "ZendeskSubdomain", "acme"), map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.acme.test", config.EnvZendeskSubdomain: "acme"}},
+		{"rt with lookup", with(rtBase, "DestinationLookup", "true"), map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.acme.test", config.EnvLookup: "true"}},
+		{"rt with a dedup window", with(rtBase, "DestinationDedupWindow", "1h"), map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.acme.test", config.EnvDedupWindow: "1h"}},
+		{"webhook with an RT queue", with(webhook, "RtQueue", "General"), map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: webhookURL, config.EnvRTQueue: "General"}},
+		{"zendesk with an RT queue", with(zendesk, "RtQueue", "General"), map[string]string{config.EnvDestination: "zendesk", config.EnvZendeskSubdomain: "acme", config.EnvRTQueue: "General"}},
+		{"an RT queue without a destination", map[string]string{"RtQueue": "General"}, map[string]string{config.EnvRTQueue: "General"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := samtest.Refusal(t, templatePath, tc.overrides); err == nil {
@@ -987,6 +1003,8 @@ func TestTemplateRulesRefuseWhatTheCodeRefuses(t *testing.T) {
 		with(webhook, "DestinationDedupWindow", "24h", "DestinationLookup", "true", "DestinationSecretArn", existingDestSecret),
 		with(zendesk, "DeliveryInlineTimeout", "2s", "DestinationSecretArn", existingDestSecret, "ZendeskRequesterId", "9"),
 		{"Destination": "zendesk", "DestinationUrl": "https://support.acme.test"},
+		rtBase, with(rtBase, "RtQueue", "IT Support", "DestinationSettleDelay", "2m"),
+		with(rtBase, "DeliveryInlineTimeout", "2s", "DestinationSecretArn", existingDestSecret, "RtQueue", "7"),
 	} {
 		if err := samtest.Refusal(t, templatePath, ok); err != nil {
 			t.Errorf("%v is refused: %v", ok, err)

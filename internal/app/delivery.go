@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
+	"github.com/oncecall/oncecall/internal/delivery/rt"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
 	"github.com/oncecall/oncecall/internal/delivery/zendesk"
 	"github.com/oncecall/oncecall/internal/dynamo"
@@ -27,7 +28,7 @@ import (
 func Destination(d config.Delivery) (delivery.Destination, error) {
 	switch d.Destination {
 	case config.DestinationWebhook:
-		token, err := webhookToken(d.Token)
+		token, err := tokenOf(webhook.Name, d.Token)
 		if err != nil {
 			return nil, err
 		}
@@ -49,13 +50,20 @@ func Destination(d config.Delivery) (delivery.Destination, error) {
 			Credentials: creds, Timeout: d.Timeout, SettleDelay: d.SettleDelay, AllowHTTP: d.AllowHTTP,
 			TenantField: d.ZendeskTenantField, RequesterField: d.ZendeskRequesterField, RequesterID: d.ZendeskRequesterID,
 		})
+	case config.DestinationRT:
+		token, err := tokenOf(rt.Name, d.Token)
+		if err != nil {
+			return nil, err
+		}
+		return rt.New(d.URL, rt.Options{Token: token, Queue: d.RTQueue, Timeout: d.Timeout, SettleDelay: d.SettleDelay, AllowHTTP: d.AllowHTTP})
 	}
 	return nil, fmt.Errorf("no destination %q", d.Destination)
 }
 
-// webhookToken reads a webhook's credentials: the bearer token itself, or
-// (as the secret may hold it) {"token": "..."}.
-func webhookToken(v string) (string, error) {
+// tokenOf reads the token of a destination of kind (webhook: a bearer
+// token; rt: an RT auth token): the token itself, or (as the secret may
+// hold it) {"token": "..."}.
+func tokenOf(kind, v string) (string, error) {
 	v = strings.TrimSpace(v)
 	if !strings.HasPrefix(v, "{") {
 		return v, nil
@@ -66,7 +74,7 @@ func webhookToken(v string) (string, error) {
 	dec := json.NewDecoder(strings.NewReader(v))
 	dec.DisallowUnknownFields()
 	if dec.Decode(&s) != nil {
-		return "", errors.New(`webhook: the destination secret is JSON but not {"token": "..."}`)
+		return "", errors.New(kind + `: the destination secret is JSON but not {"token": "..."}`)
 	}
 	return s.Token, nil
 }

@@ -13,7 +13,9 @@ import (
 // webhook it is the settle delay (unset or 0: none); for Zendesk a
 // positive value replaces Zendesk's 5 minutes, shorter or longer, and
 // unset or 0 keeps the 5 minutes (0 cannot mean none for Zendesk, since
-// the template always passes 0 by default). A person's not-created waits
+// the template always passes 0 by default); for Request Tracker, whose
+// search sees a ticket as soon as it is made, it is the settle delay as
+// for a webhook. A person's not-created waits
 // for the longer of three request timeouts and the delay.
 func TestSettleDelayFromTheEnvironment(t *testing.T) {
 	for _, c := range []struct {
@@ -31,12 +33,18 @@ func TestSettleDelayFromTheEnvironment(t *testing.T) {
 		{"zendesk", "30s", 30 * time.Second, 30 * time.Second},
 		{"zendesk", "1s", time.Second, 30 * time.Second},
 		{"zendesk", "1h", time.Hour, time.Hour},
+		{"rt", "", 0, 30 * time.Second},
+		{"rt", "0", 0, 30 * time.Second},
+		{"rt", "2m", 2 * time.Minute, 2 * time.Minute},
 	} {
 		e := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1", config.EnvDestination: c.dest,
 			config.EnvDestinationToken: "a@example.com/token:t", config.EnvDestinationTimeout: "10s", config.EnvSettleDelay: c.delay}
-		if c.dest == "webhook" {
+		switch c.dest {
+		case "webhook":
 			e[config.EnvDestinationURL] = "https://helpdesk.example.com/tickets"
-		} else {
+		case "rt":
+			e[config.EnvDestinationURL], e[config.EnvDestinationToken] = "https://rt.example.com", `{"token": "1-23-abc"}`
+		default:
 			e[config.EnvZendeskSubdomain] = "acme"
 		}
 		cfg, err := config.Load(func(k string) string { return e[k] }, config.Worker, nil)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Environment variables of delivery to a destination (a helpdesk).
@@ -27,13 +28,18 @@ const (
 	EnvZendeskTenantField = "ZENDESK_TENANT_FIELD"
 	EnvZendeskUserField   = "ZENDESK_REQUESTER_FIELD"
 	EnvZendeskRequester   = "ZENDESK_REQUESTER_ID"
+	EnvRTQueue            = "RT_QUEUE"
 )
 
 // Destination kinds.
 const (
 	DestinationWebhook = "webhook"
 	DestinationZendesk = "zendesk"
+	DestinationRT      = "rt"
 )
+
+// destinationKinds names the destinations in messages.
+const destinationKinds = DestinationWebhook + ", " + DestinationZendesk + " or " + DestinationRT
 
 // Bounds of the delivery settings.
 const (
@@ -47,6 +53,9 @@ const (
 	MaxInlineTimeout = 5 * time.Second
 	MinSweepInterval = 100 * time.Millisecond
 	MaxSweepInterval = time.Minute
+	// MaxRTQueue bounds RT_QUEUE, in characters, as RT bounds a queue's
+	// name.
+	MaxRTQueue = 200
 )
 
 // Delivery is where tickets are delivered and how. A zero Destination
@@ -54,15 +63,16 @@ const (
 // counts mean the delivery package's defaults.
 type Delivery struct {
 	Destination string
-	// URL is the webhook's POST URL, or Zendesk's base URL.
+	// URL is the webhook's POST URL, or Zendesk's or Request Tracker's
+	// base URL.
 	URL string
 	// Token holds the credentials in local runs; SecretARN names the
 	// Secrets Manager secret that holds them on AWS.
 	Token     string
 	SecretARN string
 	// DedupWindow, Lookup, ReplaysErrors and SettleDelay declare the
-	// webhook's capabilities; Zendesk's are fixed by its adapter
-	// (SettleDelay aside).
+	// webhook's capabilities; Zendesk's and Request Tracker's are fixed by
+	// their adapters (SettleDelay aside).
 	DedupWindow   time.Duration
 	Lookup        bool
 	ReplaysErrors bool
@@ -82,13 +92,16 @@ type Delivery struct {
 	// Zendesk custom field ids for the tenant and the requester, and the
 	// Zendesk user made the requester; zero for none.
 	ZendeskTenantField, ZendeskRequesterField, ZendeskRequesterID int64
+	// RTQueue is the Request Tracker queue tickets are created in; empty
+	// for the adapter's default (rt.DefaultQueue).
+	RTQueue string
 }
 
 // deliverySettings are every variable of delivery but DESTINATION itself.
 var deliverySettings = []string{
 	EnvDestinationURL, EnvZendeskSubdomain, EnvDestinationToken, EnvDestinationSecret, EnvDedupWindow, EnvLookup,
 	EnvReplaysErrors, EnvSettleDelay, EnvDestinationTimeout, EnvMaxAttempts, EnvMaxAge, EnvInlineTimeout, EnvSweepInterval,
-	EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester,
+	EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester, EnvRTQueue,
 }
 
 // loadDelivery reads the delivery settings into c.Delivery, reporting each
@@ -101,19 +114,19 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 	switch d.Destination {
 	case "":
 		if c.DeliveryOnly {
-			bad(EnvDestination, "is required by the delivery worker: %s or %s", DestinationWebhook, DestinationZendesk)
+			bad(EnvDestination, "is required by the delivery worker: %s", destinationKinds)
 			return
 		}
 		for _, name := range deliverySettings {
 			if getenv(name) != "" {
-				bad(name, "is set but %s is not: set %s=%s or %s to deliver tickets to a helpdesk", EnvDestination, EnvDestination, DestinationWebhook, DestinationZendesk)
+				bad(name, "is set but %s is not: set %s=%s to deliver tickets to a helpdesk", EnvDestination, EnvDestination, destinationKinds)
 				return
 			}
 		}
 		return
-	case DestinationWebhook, DestinationZendesk:
+	case DestinationWebhook, DestinationZendesk, DestinationRT:
 	default:
-		bad(EnvDestination, "%q must be %s or %s (or unset: tickets stay in oncecall's table)", d.Destination, DestinationWebhook, DestinationZendesk)
+		bad(EnvDestination, "%q must be %s (or unset: tickets stay in oncecall's table)", d.Destination, destinationKinds)
 		return
 	}
 	if v := getenv(EnvDestinationURL); v != "" {
@@ -125,9 +138,15 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 			d.AllowHTTP = plainHTTP(v, c.Local, bad)
 		}
 	}
-	if d.Destination == DestinationZendesk {
+	if d.Destination != DestinationRT && getenv(EnvRTQueue) != "" {
+		bad(EnvRTQueue, "applies to %s=%s only", EnvDestination, DestinationRT)
+	}
+	switch d.Destination {
+	case DestinationZendesk:
 		loadZendesk(getenv, d, bad)
-	} else {
+	case DestinationRT:
+		loadRT(getenv, c.QueueOnly, d, bad)
+	default:
 		for _, name := range []string{EnvZendeskSubdomain, EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester} {
 			if getenv(name) != "" {
 				bad(name, "applies to %s=%s only", EnvDestination, DestinationZendesk)
@@ -175,7 +194,7 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 	d.MaxAge = duration(getenv, EnvMaxAge, MinDestMaxAge, MaxDestMaxAge, d.MaxAge, bad, "")
 	d.Inline = duration(getenv, EnvInlineTimeout, 0, MaxInlineTimeout, d.Inline, bad, "(0: off)")
 	d.SweepInterval = duration(getenv, EnvSweepInterval, MinSweepInterval, MaxSweepInterval, d.SweepInterval, bad, "")
-	if c.QueueOnly && d.Destination == DestinationWebhook && d.URL == "" && d.Inline > 0 {
+	if c.QueueOnly && (d.Destination == DestinationWebhook || d.Destination == DestinationRT) && d.URL == "" && d.Inline > 0 {
 		bad(EnvDestinationURL, "is required with %s: inline first attempts POST tickets to it", EnvInlineTimeout)
 	}
 	if v := getenv(EnvMaxAttempts); v != "" {
@@ -185,6 +204,26 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 		} else {
 			d.MaxAttempts = n
 		}
+	}
+}
+
+// loadRT reads Request Tracker's settings: its base URL (required where
+// this process calls it) and queue; its capabilities are the adapter's.
+func loadRT(getenv func(string) string, queueOnly bool, d *Delivery, bad func(name, format string, args ...any)) {
+	for _, name := range []string{EnvDedupWindow, EnvLookup, EnvReplaysErrors, EnvZendeskSubdomain, EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester} {
+		if getenv(name) != "" {
+			bad(name, "cannot be set for %s: Request Tracker's adapter declares what RT does (it cannot deduplicate, and it is looked up by the key's custom field)", DestinationRT)
+		}
+	}
+	if d.URL == "" && !queueOnly {
+		bad(EnvDestinationURL, "is required with %s=%s: Request Tracker's base URL, such as https://rt.example.com", EnvDestination, DestinationRT)
+	}
+	if v := getenv(EnvRTQueue); v != "" {
+		if utf8.RuneCountInString(v) > MaxRTQueue || !utf8.ValidString(v) || v[0] == ' ' || v[len(v)-1] == ' ' ||
+			strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			bad(EnvRTQueue, "must be a queue's name or id: at most %d characters, no control characters or spaces around it", MaxRTQueue)
+		}
+		d.RTQueue = v
 	}
 }
 

@@ -61,13 +61,41 @@ func TestDeliveryZendeskFromSubdomain(t *testing.T) {
 	}
 }
 
+func TestDeliveryRT(t *testing.T) {
+	e := lambdaEnv()
+	e[config.EnvDestination] = "rt"
+	e[config.EnvDestinationURL] = "https://rt.example.com"
+	e[config.EnvDestinationSecret] = destSecretARN
+	e[config.EnvRTQueue] = "IT Support"
+	e[config.EnvSettleDelay] = "2m"
+	c, err := config.Load(env(e), config.Lambda, functions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Delivery{Destination: "rt", URL: "https://rt.example.com", SecretARN: destSecretARN, RTQueue: "IT Support", SettleDelay: 2 * time.Minute}
+	if c.Delivery != want {
+		t.Fatalf("Delivery =\n%+v\nwant\n%+v", c.Delivery, want)
+	}
+	w := map[string]string{config.EnvTable: "t-1", config.EnvRegion: "eu-west-1", config.EnvDestination: "rt"}
+	if _, err := config.Load(env(w), config.Worker, nil); err == nil || !strings.Contains(err.Error(), "DESTINATION_URL: is required with DESTINATION=rt") {
+		t.Fatalf("the worker without RT's URL: %v", err)
+	}
+}
+
 func TestDeliveryRefusals(t *testing.T) {
 	for _, c := range []struct {
 		set  map[string]string
 		says string
 	}{
 		{map[string]string{config.EnvDestinationURL: "https://x.test"}, "DESTINATION_URL: is set but DESTINATION is not"},
-		{map[string]string{config.EnvDestination: "jira"}, `DESTINATION: "jira" must be webhook or zendesk`},
+		{map[string]string{config.EnvDestination: "jira"}, `DESTINATION: "jira" must be webhook, zendesk or rt`},
+		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvRTQueue: "General"}, "RT_QUEUE: applies to DESTINATION=rt only"},
+		{map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.x.test", config.EnvLookup: "true"}, "DESTINATION_LOOKUP: cannot be set for rt"},
+		{map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.x.test", config.EnvDedupWindow: "1h"}, "DESTINATION_DEDUP_WINDOW: cannot be set for rt"},
+		{map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.x.test", config.EnvZendeskSubdomain: "a"}, "ZENDESK_SUBDOMAIN: cannot be set for rt"},
+		{map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.x.test", config.EnvRTQueue: " General"}, "RT_QUEUE: must be a queue's name or id"},
+		{map[string]string{config.EnvDestination: "rt", config.EnvDestinationURL: "https://rt.x.test", config.EnvRTQueue: "a\nb"}, "RT_QUEUE: must be a queue's name or id"},
+		{map[string]string{config.EnvDestination: "rt", config.EnvInlineTimeout: "1s"}, "DESTINATION_URL: is required with DELIVERY_INLINE_TIMEOUT"},
 		{map[string]string{config.EnvDestination: "webhook", config.EnvInlineTimeout: "1s"}, "DESTINATION_URL: is required with DELIVERY_INLINE_TIMEOUT: inline first attempts POST tickets to it"},
 		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "ftp://x"}, "DESTINATION_URL: must be an https:// URL"},
 		{map[string]string{config.EnvDestination: "webhook", config.EnvDestinationURL: "https://x.test", config.EnvDedupWindow: "-1s"}, "DESTINATION_DEDUP_WINDOW: \"-1s\" must be a duration from 0s to 168h0m0s"},
@@ -166,7 +194,7 @@ func TestPlainHTTPDestination(t *testing.T) {
 }
 
 // TestDeliverySettingsNeedADestination pins which variables are refused
-// without DESTINATION: exactly these fifteen (there is no prefix rule: a
+// without DESTINATION: exactly these sixteen (there is no prefix rule: a
 // name config does not read, such as DESTINATION_FOO, is ignored), each
 // named in the refusal, on the callback and in a local run alike. The
 // worker refuses to start without DESTINATION whatever else is set.
@@ -175,7 +203,7 @@ func TestDeliverySettingsNeedADestination(t *testing.T) {
 		"DESTINATION_URL", "DESTINATION_TOKEN", "DESTINATION_SECRET_ARN", "DESTINATION_DEDUP_WINDOW", "DESTINATION_LOOKUP",
 		"DESTINATION_SETTLE_DELAY", "DESTINATION_TIMEOUT", "DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE",
 		"DELIVERY_INLINE_TIMEOUT", "DELIVERY_SWEEP_INTERVAL",
-		"ZENDESK_SUBDOMAIN", "ZENDESK_TENANT_FIELD", "ZENDESK_REQUESTER_FIELD", "ZENDESK_REQUESTER_ID",
+		"ZENDESK_SUBDOMAIN", "ZENDESK_TENANT_FIELD", "ZENDESK_REQUESTER_FIELD", "ZENDESK_REQUESTER_ID", "RT_QUEUE",
 	}
 	local := map[string]string{config.EnvHookKey: "local-demo-hook-key-0123456789"}
 	for _, name := range refused {

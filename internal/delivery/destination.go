@@ -63,6 +63,12 @@ const (
 	Found
 	// Absent: Lookup established that no ticket has the external id.
 	Absent
+	// Inconsistent: the destination holds tickets that contradict each
+	// other or the create: more than one carries the key, or the ticket
+	// a create made does not carry it. Nothing automatic may pick one; a
+	// person must (the delivery ends uncertain). Result.Reason says what
+	// was found, in oncecall's words (the destination's ticket ids).
+	Inconsistent
 )
 
 func (o Outcome) String() string {
@@ -79,6 +85,8 @@ func (o Outcome) String() string {
 		return "found"
 	case Absent:
 		return "absent"
+	case Inconsistent:
+		return "inconsistent"
 	}
 	return "unknown"
 }
@@ -98,8 +106,9 @@ type Result struct {
 	// "unauthorized". It never quotes the ticket or a credential.
 	Code string
 	// Reason is the destination's own explanation of a refusal, clipped to
-	// MaxReason. It may quote the ticket: it is stored on the ticket for
-	// the operator and never logged.
+	// MaxReason, or what an Inconsistent answer found. It may quote the
+	// ticket: it is stored on the ticket for the operator and never
+	// logged.
 	Reason string
 	// RetryAfter is the wait the destination asked for (Retry-After), zero
 	// when it asked for none.
@@ -124,8 +133,11 @@ type Destination interface {
 	// the destination replays errors). It does not return
 	// an error: every failure is a Result with an Outcome.
 	Create(ctx context.Context, key string, t ticket.Ticket) Result
-	// Lookup asks for the ticket whose external id is externalID
-	// (oncecall's ticket id): Found, Absent or Unavailable. It is only
-	// called when Capabilities().Lookup is true.
-	Lookup(ctx context.Context, externalID string) Result
+	// Lookup asks for the ticket that the create under key made, or
+	// whose external id is externalID (oncecall's ticket id), whichever
+	// the destination can be searched by: Found, Absent, Unavailable, or
+	// Inconsistent when more than one ticket answers. key is the one the
+	// attempts send (Record.KeyFor). It is only called when
+	// Capabilities().Lookup is true.
+	Lookup(ctx context.Context, key, externalID string) Result
 }

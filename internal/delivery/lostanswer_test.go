@@ -25,24 +25,7 @@ func TestLostWriteAnswers(t *testing.T) {
 		"both":   {{AfterCommit: true}, {}, {AfterCommit: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			env := dynamotest.New(t)
-			proxy := dynamotest.NewProxy(t, env.Endpoint)
-			store := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), env.Table, dynamo.WithClock(func() time.Time { return t0 }),
-				dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
-			r := &rig{t: t, env: env, store: store, now: t0}
-			seed(t, store)
-			caps := delivery.Capabilities{}
-			hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps, Now: r.clock})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = hd.Close() })
-			dest, err := webhook.New(hd.WebhookURL(), webhook.Options{Capabilities: caps, Timeout: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(dest.CloseIdleConnections)
-			r.w = &delivery.Worker{Store: store, Destination: dest, Policy: policy, Now: r.clock, Rand: maxDelay}
+			r, proxy, hd := newLostRig(t)
 			id := r.ticket()
 			proxy.Inject("UpdateItem", lost...)
 			rep := r.deliver(id)
@@ -63,4 +46,78 @@ func TestLostWriteAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnAttemptThatNeverSentIsRetried: the worker's lease applies but its
+// answer stays lost past the store's retry budget, or the read of the
+// leased ticket fails. The worker sent nothing, and knows it: the delivery
+// is retried and ends delivered with one create, never uncertain, even
+// against a helpdesk that can neither deduplicate nor be looked up and
+// even when the next attempt comes only after the lease has ended.
+func TestAnAttemptThatNeverSentIsRetried(t *testing.T) {
+	lost := dynamotest.Fault{AfterCommit: true}
+	broken := dynamotest.Fault{Error: "InternalServerError", Status: 500}
+	budget := func(f dynamotest.Fault) []dynamotest.Fault {
+		out := make([]dynamotest.Fault, dynamo.MaxAttempts)
+		for i := range out {
+			out[i] = f
+		}
+		return out
+	}
+	for name, c := range map[string]struct{ updates, gets []dynamotest.Fault }{
+		"lease answer lost past the retry budget":    {updates: budget(lost)},
+		"read of the leased ticket fails":            {gets: budget(broken)},
+		"lease answer lost and the read fails, both": {updates: budget(lost), gets: budget(broken)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, proxy, hd := newLostRig(t)
+			id := r.ticket()
+			proxy.Inject("UpdateItem", c.updates...)
+			proxy.Inject("GetItem", c.gets...)
+			var rep delivery.Report
+			for range 10 {
+				var err error
+				rep, err = r.w.Deliver(context.Background(), id)
+				if err == nil && rep.State.Final() {
+					break
+				}
+				// As the stream (a failed record comes again) or the sweep
+				// would, at worst once the lease has ended.
+				r.advance(policy.LeaseFor() + time.Second)
+			}
+			d := r.record(id)
+			if rep.State != delivery.Delivered || d.State != delivery.Delivered || d.MaybeSent {
+				t.Fatalf("ended %+v, delivery %+v: want delivered, never maybe sent", rep, d)
+			}
+			if n := hd.Counts().CreateRequests; n != 1 {
+				t.Fatalf("%d creates at the helpdesk, want 1", n)
+			}
+		})
+	}
+}
+
+// newLostRig is a worker delivering to the local helpdesk, which can
+// neither deduplicate nor be looked up, over a store behind the fault
+// proxy whose retries wait nothing.
+func newLostRig(t *testing.T) (*rig, *dynamotest.Proxy, *helpdesk.Server) {
+	t.Helper()
+	env := dynamotest.New(t)
+	proxy := dynamotest.NewProxy(t, env.Endpoint)
+	store := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), env.Table, dynamo.WithClock(func() time.Time { return t0 }),
+		dynamo.WithSleep(func(context.Context, time.Duration) error { return nil }))
+	r := &rig{t: t, env: env, store: store, now: t0}
+	seed(t, store)
+	caps := delivery.Capabilities{}
+	hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps, Now: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hd.Close() })
+	dest, err := webhook.New(hd.WebhookURL(), webhook.Options{Capabilities: caps, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dest.CloseIdleConnections)
+	r.w = &delivery.Worker{Store: store, Destination: dest, Policy: policy, Now: r.clock, Rand: maxDelay}
+	return r, proxy, hd
 }

@@ -34,7 +34,7 @@ var Transitions = []Transition{
 	{Queued, Delivered, ByWorker, "the helpdesk answered with its id, or a lookup found it"},
 	{Queued, Queued, ByWorker, "nothing certain: a retry is scheduled"},
 	{Queued, Failed, ByWorker, "refused, or attempts or age spent with no request that may have created it"},
-	{Queued, Uncertain, ByWorker, "attempts or age spent after a request that may have created it"},
+	{Queued, Uncertain, ByWorker, "attempts or age spent after a request that may have created it, or the destination holds tickets that contradict each other (Inconsistent)"},
 	{Queued, Queued, ByOperator, "delivery recover, or settle not-created"},
 	{Queued, Delivered, ByOperator, "settle delivered"},
 	{Queued, Abandoned, ByOperator, "settle abandoned"},

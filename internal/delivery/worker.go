@@ -24,6 +24,13 @@ type Store interface {
 	// and the delivery as they were just before the lease; the store has
 	// counted the attempt, set FirstSent if it was unset, and recorded the
 	// lease. When the delivery cannot be leased it returns a *NotLeasable.
+	// Any other error means that this attempt holds no lease: one that
+	// applied but could not be confirmed (its answer lost past the
+	// store's retries, or the ticket unreadable) has been recognized or
+	// given back, so that an attempt that sent nothing is never counted
+	// as one that may have sent. Only when the store stays unreachable
+	// even for that does the lease end at until and get taken over as
+	// maybe sent.
 	Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, Record, error)
 	// Finish records r as the delivery of ticket id and releases owner's
 	// lease, only while owner still holds it; otherwise ErrLeaseLost.
@@ -304,10 +311,12 @@ func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Reco
 		case stepWait:
 			return w.schedule(rec, at, Result{Code: code})
 		case stepLookup:
-			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Lookup(ctx, t.ID) })
+			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Lookup(ctx, rec.KeyFor(caps), t.ID) })
 			switch res.Outcome {
 			case Found:
 				return w.delivered(rec, res, w.now())
+			case Inconsistent:
+				return w.end(rec, Uncertain, res, w.now())
 			case Absent:
 				// Past the settle delay, a miss is an answer: no earlier
 				// request created it.
@@ -356,6 +365,11 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 	switch res.Outcome {
 	case Created:
 		return w.delivered(rec, res, now)
+	case Inconsistent:
+		// The create made a ticket the destination does not show as
+		// this one's alone: a person decides which is it.
+		rec.MaybeSent, rec.LastSent = true, now
+		return w.end(rec, Uncertain, res, now)
 	case Refused:
 		if !rec.MaybeSent {
 			return w.end(rec, Failed, res, now)

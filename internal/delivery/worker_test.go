@@ -58,7 +58,7 @@ func (s *script) Create(ctx context.Context, key string, t ticket.Ticket) delive
 	return r
 }
 
-func (s *script) Lookup(_ context.Context, id string) delivery.Result {
+func (s *script) Lookup(_ context.Context, _, id string) delivery.Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.looked++
@@ -86,6 +86,8 @@ var (
 	absent       = delivery.Result{Outcome: delivery.Absent, Status: 200}
 	unauthorized = delivery.Result{Outcome: delivery.Unavailable, Status: 401, Code: "unauthorized", Auth: true}
 	forbidden    = delivery.Result{Outcome: delivery.Unavailable, Status: 403, Code: "forbidden", Auth: true}
+	twoFound     = delivery.Result{Outcome: delivery.Inconsistent, Status: 200, Code: "found_several", Reason: "tickets HD-1 and HD-2 carry the key"}
+	keyDropped   = delivery.Result{Outcome: delivery.Inconsistent, Status: 200, Code: "key_not_kept", Reason: "ticket HD-3 was created without the key"}
 )
 
 var (
@@ -301,6 +303,10 @@ func TestAmbiguityByCapability(t *testing.T) {
 			[]delivery.State{delivery.Queued, delivery.Uncertain}, 2},
 		{"both: inside the window, no lookup needed", both, []delivery.Result{ambiguous, created}, nil,
 			[]delivery.State{delivery.Queued, delivery.Delivered}, 2},
+		{"lookup finds two: a person picks", lookup, []delivery.Result{ambiguous}, []delivery.Result{twoFound},
+			[]delivery.State{delivery.Queued, delivery.Uncertain}, 1},
+		{"created without the key: a person picks", lookup, []delivery.Result{keyDropped}, nil,
+			[]delivery.State{delivery.Uncertain}, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -325,6 +331,11 @@ func TestAmbiguityByCapability(t *testing.T) {
 			d := r.record(id)
 			if last := c.want[len(c.want)-1]; last == delivery.Uncertain && (r.pending(delivery.Uncertain) != 1 || !d.MaybeSent) {
 				t.Fatalf("an uncertain delivery is not listed for a person: %+v", d)
+			}
+			for _, res := range append(c.creates, c.lookups...) {
+				if res.Outcome == delivery.Inconsistent && (d.Reason != res.Reason || d.Receipt.ID != "") {
+					t.Fatalf("what the destination holds is not kept for the person, or a ticket was picked: %+v", d)
+				}
 			}
 		})
 	}
@@ -421,9 +432,10 @@ func TestMaybeSentAtTheBoundIsUncertainOrLookedUpOnceMore(t *testing.T) {
 	}
 }
 
-// TestDeadWorkerIsCountedAsMaybeSent: a worker leased the delivery and
-// died (the destination may have created the ticket); the next worker
-// finishes without a duplicate where the destination allows it.
+// TestDeadWorkerIsCountedAsMaybeSent: a worker leased the delivery, sent
+// the ticket and died before recording what the destination answered;
+// the next worker finishes without a duplicate where the destination
+// allows it, and leaves it to a person where it cannot tell.
 func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 	for _, c := range []struct {
 		caps    delivery.Capabilities
@@ -432,16 +444,19 @@ func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 		want    delivery.State
 		sends   int
 	}{
-		{neither, nil, nil, delivery.Uncertain, 0},
-		{lookup, nil, []delivery.Result{found}, delivery.Delivered, 0},
-		{dedup, []delivery.Result{created}, nil, delivery.Delivered, 1},
+		{neither, []delivery.Result{created}, nil, delivery.Uncertain, 1},
+		{lookup, []delivery.Result{created}, []delivery.Result{found}, delivery.Delivered, 1},
+		{dedup, []delivery.Result{created, created}, nil, delivery.Delivered, 2},
 	} {
 		r := newRig(t, c.caps)
 		r.dest.creates, r.dest.lookups = c.creates, c.lookups
 		id := r.ticket()
-		if _, _, err := r.store.Lease(context.Background(), id, "dead-worker", t0, t0.Add(policy.LeaseFor())); err != nil {
+		tk, d, err := r.store.Lease(context.Background(), id, "dead-worker", t0, t0.Add(policy.LeaseFor()))
+		if err != nil {
 			t.Fatal(err)
 		}
+		// It sends, and dies before its result is written.
+		r.dest.Create(context.Background(), d.KeyFor(c.caps), tk)
 		if rep := r.deliver(id); rep.Outcome != delivery.OutcomeHeld || rep.HeldBy != "dead-worker" {
 			t.Fatalf("%+v: while the lease lives: %+v", c.caps, rep)
 		}

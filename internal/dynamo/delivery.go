@@ -198,6 +198,11 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 // nothing, then a consistent GetItem of the leased ticket, from which the
 // delivery as it was before is rebuilt (ownLease); when the condition
 // fails, the reason with the item DynamoDB returns beside the failure.
+// When the update failed (its answers may all have been lost after it
+// applied), the same read says whether the lease is this attempt's; when
+// the read fails, the lease is given back (release): an attempt that sent
+// nothing is never left holding a lease that the next one would count as
+// maybe sent.
 // The update returns no values (ReturnValues NONE, said explicitly) so
 // that the worker's role can limit its UpdateItem to the delivery's own
 // attributes (dynamodb:Attributes): a request for ALL_OLD needs all of the
@@ -233,21 +238,30 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if t, r, ok := ownLease(ccf.Item, owner, until); ok {
+		if t, r, ok := ownLease(ccf.Item, owner); ok {
 			// This very lease applied and its answer was lost; the
 			// store's retry met it. The lease is ours.
 			return t, r, nil
 		}
 		return ticket.Ticket{}, delivery.Record{}, s.notLeasable(ctx, ccf.Item, id)
 	}
-	if err != nil {
-		return ticket.Ticket{}, delivery.Record{}, err
+	// Applied or not, the read says (when the update failed, it may have
+	// applied with every answer lost): the lease is this attempt's when
+	// the item holds its owner.
+	item, gerr := s.get(ctx, ticketKey(id))
+	switch {
+	case gerr != nil:
+		// Nothing was sent: a lease that may hold the delivery is given
+		// back, so that it is never taken for an attempt that may have
+		// sent.
+		return ticket.Ticket{}, delivery.Record{}, errors.Join(firstErr(err, gerr), s.release(ctx, id, owner))
+	case err != nil:
+		if t, r, ok := ownLease(item, owner); ok {
+			return t, r, nil
+		}
+		return ticket.Ticket{}, delivery.Record{}, err // not applied
 	}
-	item, err := s.get(ctx, ticketKey(id))
-	if err != nil {
-		return ticket.Ticket{}, delivery.Record{}, err
-	}
-	if t, r, ok := ownLease(item, owner, until); ok {
+	if t, r, ok := ownLease(item, owner); ok {
 		return t, r, nil
 	}
 	// The lease applied but the item read does not hold it (deleted, or
@@ -255,13 +269,61 @@ func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Tim
 	return ticket.Ticket{}, delivery.Record{}, s.notLeasable(ctx, item, id)
 }
 
-// ownLease recognizes, in the item returned with a failed lease condition,
-// the lease owner took until until (owners are unique per attempt): the
-// item as it is then holds that lease, and the delivery as it was before
-// is rebuilt from it and the lease it replaced, which the lease recorded.
-func ownLease(item map[string]types.AttributeValue, owner string, until time.Time) (ticket.Ticket, delivery.Record, bool) {
+// firstErr is the first of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReleaseTimeout bounds the release of a lease the worker could not
+// confirm, whatever time the attempt's own context has left.
+const ReleaseTimeout = 5 * time.Second
+
+// release gives back owner's lease of ticket id, if it holds the delivery:
+// the lease it replaced comes back (an earlier attempt that died holding
+// one still counts as one that may have sent), and the attempt it counted
+// is taken back. One UpdateItem conditional on owner: when the lease never
+// applied, or a retry meets the release's own effect, the condition fails
+// and nothing is left to give back.
+func (s *Store) release(ctx context.Context, id, owner string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
+	err := s.retry(ctx, func() error {
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: ticketKey(id),
+			ConditionExpression: aws.String("#lo = :owner"),
+			UpdateExpression:    aws.String("SET #lo = #plo, #lu = #plu, #att = #att - :one, #dv = #dv + :one"),
+			ExpressionAttributeNames: map[string]string{
+				"#lo": attrLeaseOwner, "#lu": attrLeaseUntil, "#plo": attrPrevLeaseOwner, "#plu": attrPrevLeaseUntil,
+				"#att": attrAttempts, "#dv": attrVersion,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":owner": strAV(owner), ":one": numAV(1)},
+			ReturnValues:              types.ReturnValueNone,
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dynamo: the unconfirmed lease was not given back (it ends at its time and is then taken over as an attempt that may have sent): %w", err)
+	}
+	return nil
+}
+
+// ownLease recognizes, in an item read or returned with a failed lease
+// condition, the lease owner took (owners are unique per attempt, so the
+// owner is the lease's identity, whatever the clocks): the item as it is
+// then holds that lease, and the delivery as it was before is rebuilt
+// from it and the lease it replaced, which the lease recorded.
+func ownLease(item map[string]types.AttributeValue, owner string) (ticket.Ticket, delivery.Record, bool) {
 	d := &decoder{item: item}
-	if len(item) == 0 || d.str(attrLeaseOwner, false) != owner || !d.ms(attrLeaseUntil).Equal(until.UTC().Truncate(time.Millisecond)) {
+	if len(item) == 0 || d.str(attrLeaseOwner, false) != owner {
 		return ticket.Ticket{}, delivery.Record{}, false
 	}
 	t, err := decodeTicket(item)

@@ -17,10 +17,10 @@ func TestDecisionAttributesCoverEveryDecision(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for _, s := range []Settlement{
 		{TicketID: "t1", As: SettleDelivered, Expect: delivery.Uncertain, Version: 3, Receipt: delivery.Receipt{ID: "1", URL: "https://h/1"}, Actor: delivery.Actor{Who: "a"}},
-		{TicketID: "t1", As: SettleNotCreated, Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}, ClockSkew: time.Minute},
+		{TicketID: "t1", As: SettleNotCreated, Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}},
 		{TicketID: "t1", As: SettleAbandoned, Expect: delivery.Failed, Reason: "r", Actor: delivery.Actor{Who: "a"}},
 	} {
-		in := settleInput("table", s, at)
+		in := settleInput("table", s, at, at.Add(time.Hour))
 		names := []string{PartitionKey}
 		for _, n := range in.ExpressionAttributeNames {
 			names = append(names, n)

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/oncecall/oncecall/internal/delivery"
 )
@@ -61,10 +63,6 @@ const (
 	MaxHelpdeskID = 256
 	// MaxHelpdeskURL bounds a helpdesk URL an operator records, in bytes.
 	MaxHelpdeskURL = 2048
-	// SettleClockSkew is how far an operator's clock may run ahead of the
-	// worker's on AWS: a not-created decision made from another machine
-	// waits that much past SafeAfter (Settlement.ClockSkew).
-	SettleClockSkew = time.Minute
 )
 
 // Settlement is one operator decision on the delivery of one ticket.
@@ -88,17 +86,15 @@ type Settlement struct {
 	// Actor is who made the decision: Who, its AWS identity or, off AWS,
 	// an unverified name, is required.
 	delivery.Actor
-	// At is when; the zero time means now.
+	// At is when, as the audit records it; the zero time means the
+	// store's time (StoreTime). Whatever At says, the not-created horizon
+	// is judged on the store's time.
 	At time.Time
 	// Keep is how long after the decision its operation is kept at least
 	// (the deployment's RETENTION; for a delivery queued again, also its
 	// horizon), so that the decision stays the answer to the same call for
 	// that long. Zero leaves the operation's expiry as it is.
 	Keep time.Duration
-	// ClockSkew is how far At may run ahead of the worker's clock: a
-	// not-created decision waits that much past the delivery's SafeAfter.
-	// Zero on the worker's own machine (a local run).
-	ClockSkew time.Duration
 }
 
 // ErrNoTicket is returned by Settle for a ticket that does not exist.
@@ -109,12 +105,14 @@ var ErrNoTicket = errors.New("dynamo: no such ticket")
 var ErrNoDelivery = errors.New("dynamo: the ticket has no delivery (created without a destination)")
 
 // SettleConflict is returned by Settle when the delivery is not as the
-// operator saw it, or an attempt holds it. Nothing was written. It matches
+// operator saw it, an attempt holds it, or (not-created) its SafeAfter is
+// still ahead on the store's clock. Nothing was written. It matches
 // ErrConflict.
 type SettleConflict struct {
 	// Current is the delivery as the store holds it.
 	Current delivery.Record
-	// At is when the settlement was tried, for judging the lease.
+	// At is the store's time when the settlement was tried (StoreTime),
+	// which the lease and SafeAfter are judged on.
 	At time.Time
 }
 
@@ -150,14 +148,19 @@ func (s *Settlement) check() error {
 	return nil
 }
 
-// Settle makes an operator's decision on the delivery of a ticket with one
-// conditional UpdateItem, and returns the delivery as it now stands. The
-// condition: the delivery is in s.Expect, at s.Version when given, and no
-// attempt holds a live lease (lease_until absent or before s.At). Every
-// decision releases the lease (lease_owner "", so that a late worker's
-// Finish, conditioned on its own lease, fails with ErrLeaseLost), raises
-// the version by one, sets since to s.At and appends the decision to the
-// item's audit list:
+// Settle makes an operator's decision on the delivery of a ticket and
+// returns the delivery as it now stands. It reads the ticket first (a
+// consistent GetItem whose answer also gives the store's time,
+// StoreTime), extends the operation's expiry when s.Keep asks it, and only
+// then writes the decision, with one conditional UpdateItem: the delivery
+// is in s.Expect, at s.Version when given, no attempt holds a lease, and
+// for not-created its SafeAfter is not after the store's time. A failure
+// of the extension therefore leaves nothing decided, and running the same
+// settle again finishes it. Every decision releases the lease
+// (lease_owner "", so that a late worker's Finish, conditioned on its own
+// lease, fails with ErrLeaseLost), raises the version by one, sets since
+// to the decision's time and appends the decision to the item's audit
+// list:
 //
 //   - SettleDelivered records dest_id, dest_url and delivered_at and takes
 //     the ticket out of AttentionIndex.
@@ -170,56 +173,126 @@ func (s *Settlement) check() error {
 //     attempted.
 //
 // A refusal writes nothing and is ErrNoTicket, ErrNoDelivery or a
-// *SettleConflict holding the delivery as it is. When an answer is lost
-// after the store applied the decision, the retry finds the decision in
-// the audit and returns it as made.
+// *SettleConflict holding the delivery as it is. A decision that is
+// already made (an earlier try or run of this very settlement applied it,
+// its answer lost: the delivery is in its state, its last audit entry is
+// this decision and, when s.Version is given, the version is the one it
+// made) is returned as made.
 func (a *Admin) Settle(ctx context.Context, s Settlement) (delivery.Record, error) {
 	if err := s.check(); err != nil {
 		return delivery.Record{}, err
 	}
+	item, now, err := a.readAt(ctx, s.TicketID)
+	if err != nil {
+		return delivery.Record{}, err
+	}
+	r, err := settleable(item)
+	if err != nil {
+		return delivery.Record{}, err
+	}
+	if s.made(r) {
+		return *r, nil
+	}
+	if !s.fits(r, now) {
+		return delivery.Record{}, &SettleConflict{Current: *r, At: now}
+	}
 	at := s.At
 	if at.IsZero() {
-		at = time.Now()
+		at = now
 	}
 	at = at.UTC().Truncate(time.Millisecond)
-	in := settleInput(a.table, s, at)
+	if s.Keep > 0 {
+		if err := a.keepOperation(ctx, item, at.Add(s.Keep)); err != nil {
+			return delivery.Record{}, fmt.Errorf("dynamo: nothing decided: the operation's expiry could not be extended first (run the same settle again): %w", err)
+		}
+	}
+	in := settleInput(a.table, s, at, now)
 	var out *dynamodb.UpdateItemOutput
-	err := a.store.retry(ctx, func() (err error) {
+	err = a.store.retry(ctx, func() (err error) {
 		out, err = a.api.UpdateItem(ctx, in)
 		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
-	item := map[string]types.AttributeValue(nil)
-	var r delivery.Record
 	switch {
 	case errors.As(err, &ccf):
-		if r, err = a.settleRefused(ctx, ccf.Item, s, at); err != nil {
-			return delivery.Record{}, err
-		}
-		item = ccf.Item
+		return a.settleRefused(ctx, ccf.Item, s, now)
 	case err != nil:
 		return delivery.Record{}, err
-	default:
-		d, err := decodeDelivery(out.Attributes)
-		if err == nil && d == nil {
-			err = fmt.Errorf("dynamo: settled ticket %s has no delivery", s.TicketID)
-		}
-		if err != nil {
-			return delivery.Record{}, err
-		}
-		r, item = *d, out.Attributes
 	}
-	if s.Keep > 0 {
-		if len(item) == 0 {
-			if item, err = a.store.get(ctx, ticketKey(s.TicketID)); err != nil {
-				return r, err
-			}
-		}
-		if err := a.keepOperation(ctx, item, at.Add(s.Keep)); err != nil {
-			return r, fmt.Errorf("dynamo: the decision is made, but its operation's expiry was not extended (run the same settle again): %w", err)
-		}
+	d, err := decodeDelivery(out.Attributes)
+	if err == nil && d == nil {
+		err = fmt.Errorf("dynamo: settled ticket %s has no delivery", s.TicketID)
 	}
-	return r, nil
+	if err != nil {
+		return delivery.Record{}, err
+	}
+	return *d, nil
+}
+
+// StoreTime is the time of a store's answer: its Date header, which
+// DynamoDB (and the local store) sends with every answer, to the second
+// and rounded down, so that a time judged against it is judged early,
+// never late.
+func StoreTime(metadata middleware.Metadata) (time.Time, bool) {
+	t, ok := awsmiddleware.GetServerTime(metadata)
+	return t.UTC(), ok && !t.IsZero()
+}
+
+// ErrNoStoreTime is returned by Settle when the store's answer carried no
+// time (no Date header): the horizon of a decision is judged on the
+// store's clock, never on the operator's.
+var ErrNoStoreTime = errors.New("dynamo: the store's answer carried no Date header: a settlement is judged on the store's clock and cannot be made without it")
+
+// readAt reads ticket id consistently and returns it with the time of the
+// store's answer.
+func (a *Admin) readAt(ctx context.Context, id string) (map[string]types.AttributeValue, time.Time, error) {
+	var out *dynamodb.GetItemOutput
+	err := a.store.retry(ctx, func() (err error) {
+		out, err = a.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: &a.table, Key: ticketKey(id), ConsistentRead: aws.Bool(true)})
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now, ok := StoreTime(out.ResultMetadata)
+	if !ok {
+		return nil, time.Time{}, ErrNoStoreTime
+	}
+	return out.Item, now, nil
+}
+
+// settleable decodes the delivery of a ticket item to settle: ErrNoTicket
+// without an item, ErrNoDelivery without a delivery.
+func settleable(item map[string]types.AttributeValue) (*delivery.Record, error) {
+	if len(item) == 0 {
+		return nil, ErrNoTicket
+	}
+	r, err := decodeDelivery(item)
+	if err == nil && r == nil {
+		err = ErrNoDelivery
+	}
+	return r, err
+}
+
+// fits reports whether the decision can be made on r at the store's time
+// now: the condition of its UpdateItem, judged on the read before it.
+func (s *Settlement) fits(r *delivery.Record, now time.Time) bool {
+	return r.State == s.Expect && (s.Version == 0 || r.Version == s.Version) && r.LeaseOwner == "" &&
+		(s.As != SettleNotCreated || !r.SafeAfter.After(now))
+}
+
+// made reports whether r holds this very decision, made by an earlier try
+// or run whose answer was lost: r is in the decision's state, its last
+// audit entry is the decision (who, action, from, reason and helpdesk
+// reference alike) and, when s.Version is given, r is at the version the
+// decision made. Recognized by the version, never by a clock.
+func (s *Settlement) made(r *delivery.Record) bool {
+	n := len(r.Audit)
+	if n == 0 || r.State != s.As.To() || (s.Version != 0 && r.Version != s.Version+1) {
+		return false
+	}
+	last := r.Audit[n-1]
+	return last.Who == s.Who && last.Action == s.As.Action() && last.From == s.Expect && last.Reason == s.Reason && last.Receipt == s.Receipt
 }
 
 // keepOperation extends the expiry of the operation that made the ticket
@@ -247,8 +320,9 @@ func (a *Admin) keepOperation(ctx context.Context, item map[string]types.Attribu
 	return err
 }
 
-// settleInput is the UpdateItem of a settlement made at at.
-func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemInput {
+// settleInput is the UpdateItem of a settlement made at at, judged at the
+// store's time now.
+func settleInput(table string, s Settlement, at, now time.Time) *dynamodb.UpdateItemInput {
 	names := map[string]string{
 		"#d": attrDelivery, "#lo": attrLeaseOwner, "#lu": attrLeaseUntil, "#dv": attrVersion,
 		"#since": attrSince, "#na": attrNextAt, "#audit": attrAudit, "#reason": attrReason,
@@ -290,9 +364,8 @@ func settleInput(table string, s Settlement, at time.Time) *dynamodb.UpdateItemI
 	case SettleNotCreated:
 		// Not before the last request that may have created the ticket
 		// can no longer be running at the helpdesk, nor its ticket missing
-		// from the helpdesk's search (SafeAfter), by the operator's clock
-		// less s.ClockSkew.
-		names["#sa"], values[":safe"] = attrSafeAfter, msAV(at.Add(-s.ClockSkew))
+		// from the helpdesk's search (SafeAfter), by the store's clock.
+		names["#sa"], values[":safe"] = attrSafeAfter, msAV(now)
 		cond += " AND (attribute_not_exists(#sa) OR #sa <= :safe)"
 		names["#ms"], names["#att"] = attrMaybeSent, attrAttempts
 		values[":false"] = boolAV(false)
@@ -357,9 +430,9 @@ func actorEntry(m map[string]types.AttributeValue, a delivery.Actor) {
 
 // settleRefused explains a failed settlement from the item as it was when
 // the condition failed (read again when the store did not return it). A
-// decision found at the end of the audit is this one, applied by an
+// decision found made (Settlement.made) is this one, applied by an
 // earlier try whose answer was lost: it is returned as made.
-func (a *Admin) settleRefused(ctx context.Context, item map[string]types.AttributeValue, s Settlement, at time.Time) (delivery.Record, error) {
+func (a *Admin) settleRefused(ctx context.Context, item map[string]types.AttributeValue, s Settlement, now time.Time) (delivery.Record, error) {
 	if len(item) == 0 {
 		got, err := a.store.get(ctx, ticketKey(s.TicketID))
 		if err != nil {
@@ -367,21 +440,12 @@ func (a *Admin) settleRefused(ctx context.Context, item map[string]types.Attribu
 		}
 		item = got
 	}
-	if len(item) == 0 {
-		return delivery.Record{}, ErrNoTicket
-	}
-	r, err := decodeDelivery(item)
+	r, err := settleable(item)
 	if err != nil {
 		return delivery.Record{}, err
 	}
-	if r == nil {
-		return delivery.Record{}, ErrNoDelivery
+	if s.made(r) {
+		return *r, nil
 	}
-	if n := len(r.Audit); n > 0 {
-		last := r.Audit[n-1]
-		if last.Who == s.Who && last.At.Equal(at) && last.Action == s.As.Action() && r.State == s.As.To() {
-			return *r, nil
-		}
-	}
-	return delivery.Record{}, &SettleConflict{Current: *r, At: at}
+	return delivery.Record{}, &SettleConflict{Current: *r, At: now}
 }

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -364,7 +365,10 @@ func TestDeliveriesOldestFirstPerTenantAndPaged(t *testing.T) {
 	o.move(failed.ID, delivery.Failed, t1)
 	queued := o.ticket(alice, "r-list", t1)
 	o.move(queued.ID, delivery.Queued, t1)
-	o.ticket(alice, "r-list", t1) // queued for its first attempt: not listed
+	// Written without a next attempt time (as before the sweep's backstop
+	// listed new tickets), it is in no listing; a ticket queued by the
+	// callback is listed for its first attempt (oncecall-admin's tests).
+	o.ticket(alice, "r-list", t1)
 
 	list := func(q dynamo.DeliveryQuery) []string {
 		t.Helper()
@@ -467,5 +471,52 @@ func TestSettlementKeepsItsOperation(t *testing.T) {
 	}
 	if rec, _ := o.store.Operation(context.Background(), other.OperationKey); rec == nil || !rec.ExpiresAt.Equal(t1.Add(24*time.Hour)) {
 		t.Fatalf("a shorter Keep changed the expiry: %+v", rec)
+	}
+}
+
+// TestSettleNotCreatedFinishesOrRunsAgain: whichever of the settlement's
+// writes fails for good (each answered 500, or applied with its answer
+// lost, past the store's retries), the operator's advice holds: the same
+// settle, run again later (another time, as a person's rerun has), makes
+// the decision once, with its operation kept, and never a settle conflict.
+func TestSettleNotCreatedFinishesOrRunsAgain(t *testing.T) {
+	keep := 30 * 24 * time.Hour
+	for _, kind := range []struct {
+		name  string
+		fault dynamotest.Fault
+	}{
+		{"refused", dynamotest.Fault{Error: "InternalServerError", Status: 500}},
+		{"answer lost", dynamotest.Fault{AfterCommit: true}},
+	} {
+		for skip := range 3 {
+			t.Run(fmt.Sprintf("%s, update %d on", kind.name, skip+1), func(t *testing.T) {
+				o := newOutbox(t)
+				tk := o.ticket(alice, "r-again", t1)
+				u := o.move(tk.ID, delivery.Uncertain, t1.Add(time.Minute))
+				proxy := dynamotest.NewProxy(t, o.env.Endpoint)
+				faults := make([]dynamotest.Fault, skip, skip+dynamo.MaxAttempts)
+				for range dynamo.MaxAttempts {
+					faults = append(faults, kind.fault)
+				}
+				proxy.Inject("UpdateItem", faults...)
+				admin := dynamo.NewAdmin(dynamotest.NewClient(t, proxy.URL, nil), o.env.Table)
+				s := dynamo.Settlement{TicketID: tk.ID, As: dynamo.SettleNotCreated, Expect: delivery.Uncertain, Version: u.Version,
+					Actor: delivery.Actor{Who: "alice"}, At: t1.Add(time.Hour), Keep: keep}
+				_, first := admin.Settle(context.Background(), s)
+				proxy.Clear("UpdateItem")
+				s.At = s.At.Add(time.Minute)
+				r, err := admin.Settle(context.Background(), s)
+				if err != nil {
+					t.Fatalf("the same settle run again (the first: %v): %v", first, err)
+				}
+				if r.State != delivery.Queued || len(r.Audit) != 1 || r.Version != u.Version+1 {
+					t.Fatalf("after running it again: %+v", r)
+				}
+				op, err := o.store.Operation(context.Background(), tk.OperationKey)
+				if err != nil || op == nil || op.ExpiresAt.Before(t1.Add(time.Hour+keep)) {
+					t.Fatalf("operation %+v, %v: not kept for the decision", op, err)
+				}
+			})
+		}
 	}
 }

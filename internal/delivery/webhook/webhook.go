@@ -133,7 +133,7 @@ func (d *Destination) Create(ctx context.Context, key string, t ticket.Ticket) d
 // ticket listed must carry externalID as its external_id: a list with a
 // ticket that does not (a helpdesk or proxy ignoring the filter) is a bad
 // answer, so another ticket is never taken for this one.
-func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Result {
+func (d *Destination) Lookup(ctx context.Context, _, externalID string) delivery.Result {
 	if !d.caps.Lookup {
 		return delivery.Result{Outcome: delivery.Unavailable, Code: httpsend.CodeLookupUnsupported}
 	}

@@ -111,7 +111,7 @@ func TestLookupNeedsTheCapability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := d.Lookup(context.Background(), "x"); r.Outcome != delivery.Unavailable || r.Code != "lookup_unsupported" {
+	if r := d.Lookup(context.Background(), "key", "x"); r.Outcome != delivery.Unavailable || r.Code != "lookup_unsupported" {
 		t.Fatalf("Lookup = %+v", r)
 	}
 	if n := hd.Counts().LookupRequests; n != 0 {
@@ -161,7 +161,7 @@ func TestLookupAnswers(t *testing.T) {
 		{`<html>`, delivery.Unavailable, "bad_answer", ""},
 	} {
 		body = c.body
-		r := d.Lookup(context.Background(), "ticket-1")
+		r := d.Lookup(context.Background(), "key", "ticket-1")
 		if r.Outcome != c.outcome || r.Code != c.code || r.Receipt.ID != c.id {
 			t.Errorf("Lookup answered %s = %+v", c.body, r)
 		}
@@ -186,10 +186,10 @@ func TestALookupThatIgnoresItsFilter(t *testing.T) {
 	if err := hd.Inject(helpdesk.Fault{Kind: helpdesk.IgnoreFilter, Op: helpdesk.Lookup}); err != nil {
 		t.Fatal(err)
 	}
-	if r := d.Lookup(context.Background(), ours.ID); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" || r.Receipt != (delivery.Receipt{}) {
+	if r := d.Lookup(context.Background(), "key", ours.ID); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" || r.Receipt != (delivery.Receipt{}) {
 		t.Fatalf("a lookup listing another ticket = %+v, want unavailable bad_answer", r)
 	}
-	if r := d.Lookup(context.Background(), other.ID); r.Outcome != delivery.Found || r.Receipt.ID != "1" {
+	if r := d.Lookup(context.Background(), "key", other.ID); r.Outcome != delivery.Found || r.Receipt.ID != "1" {
 		t.Fatalf("a lookup of the other ticket = %+v, want found 1", r)
 	}
 }

@@ -352,7 +352,7 @@ func keyReused(body []byte) bool {
 
 // Lookup lists the tickets whose external_id is externalID. A list with a
 // ticket that does not carry externalID is a bad answer.
-func (d *Destination) Lookup(ctx context.Context, externalID string) delivery.Result {
+func (d *Destination) Lookup(ctx context.Context, _, externalID string) delivery.Result {
 	target := d.base + TicketsPath + "?" + url.Values{"external_id": {externalID}}.Encode()
 	return d.client.Lookup(ctx, target, d.auth, func(a httpsend.Answer) ([]delivery.Receipt, bool) {
 		var list struct {

@@ -210,7 +210,7 @@ func TestAKeyReusedWithAnotherPayload(t *testing.T) {
 	if r.Outcome != delivery.Ambiguous || r.Code != "key_reused" || r.Status != 400 {
 		t.Fatalf("Create with the key reused = %+v", r)
 	}
-	if l := d.Lookup(ctx, tk.ID); l.Outcome != delivery.Found || l.Receipt.ID != "1" {
+	if l := d.Lookup(ctx, "key", tk.ID); l.Outcome != delivery.Found || l.Receipt.ID != "1" {
 		t.Fatalf("Lookup = %+v", l)
 	}
 	if n := len(hd.Tickets()); n != 1 {
@@ -239,7 +239,7 @@ func TestCredentials(t *testing.T) {
 		if c.ok != (r.Outcome == delivery.Created) || !c.ok && (!r.Auth || r.Outcome != delivery.Unavailable) {
 			t.Errorf("Create with %v = %+v", c.creds, r)
 		}
-		l := d.Lookup(ctx, "x")
+		l := d.Lookup(ctx, "key", "x")
 		if c.ok != (l.Outcome == delivery.Absent) || !c.ok && !l.Auth {
 			t.Errorf("Lookup with %v = %+v", c.creds, l)
 		}
@@ -361,7 +361,7 @@ func TestLookupAnswers(t *testing.T) {
 		{`{"count":0}`, delivery.Unavailable, "bad_answer", ""},
 	} {
 		body = c.body
-		r := d.Lookup(context.Background(), "t-1")
+		r := d.Lookup(context.Background(), "key", "t-1")
 		if r.Outcome != c.outcome || r.Code != c.code || r.Receipt.ID != c.id {
 			t.Errorf("Lookup answered %s = %+v", c.body, r)
 		}
@@ -385,14 +385,14 @@ func TestALookupThatIgnoresItsFilter(t *testing.T) {
 	if err := hd.Inject(helpdesk.Fault{Kind: helpdesk.IgnoreFilter, Op: helpdesk.Lookup, Count: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if r := d.Lookup(context.Background(), "ours"); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" || r.Receipt != (delivery.Receipt{}) {
+	if r := d.Lookup(context.Background(), "key", "ours"); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" || r.Receipt != (delivery.Receipt{}) {
 		t.Fatalf("a lookup listing a ticket without an external id = %+v, want unavailable bad_answer", r)
 	}
 	mine := desttest.NewTicket()
 	if r := d.Create(context.Background(), "my-key", mine); r.Outcome != delivery.Created {
 		t.Fatalf("Create = %+v", r)
 	}
-	if r := d.Lookup(context.Background(), mine.ID); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" {
+	if r := d.Lookup(context.Background(), "key", mine.ID); r.Outcome != delivery.Unavailable || r.Code != "bad_answer" {
 		t.Fatalf("a lookup listing ours and another = %+v, want unavailable bad_answer", r)
 	}
 }

@@ -259,6 +259,14 @@ func (s *Server) after(w http.ResponseWriter, r *http.Request, f *front, op Op, 
 
 func (s *Server) faultAnswer(w http.ResponseWriter, f *front, op Op, fault Fault) {
 	s.logf("request", "front", f.via, "op", op, "status", fault.Status, "fault", fault.Kind)
+	writeFault(w, fault, func(w http.ResponseWriter) {
+		f.fail(w, fault.Status, "injected_fault", "fault "+string(fault.Kind)+" injected into the local helpdesk")
+	})
+}
+
+// writeFault answers with fault's status, its Retry-After when set, and
+// its body, or without one as fail answers.
+func writeFault(w http.ResponseWriter, fault Fault, fail func(http.ResponseWriter)) {
 	if fault.RetryAfter != "" {
 		w.Header().Set("Retry-After", fault.RetryAfter)
 	}
@@ -268,7 +276,7 @@ func (s *Server) faultAnswer(w http.ResponseWriter, f *front, op Op, fault Fault
 		_, _ = io.WriteString(w, fault.Body)
 		return
 	}
-	f.fail(w, fault.Status, "injected_fault", "fault "+string(fault.Kind)+" injected into the local helpdesk")
+	fail(w)
 }
 
 // drop takes the connection over and closes it without an answer: with a

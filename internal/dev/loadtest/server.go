@@ -31,6 +31,9 @@ type Server struct {
 	// one, and HelpdeskControl the address its control API keeps through
 	// a refuse fault.
 	Helpdesk, HelpdeskControl string
+	// RT is the local Request Tracker's base URL, when the server started
+	// one (DESTINATION=rt without DESTINATION_URL).
+	RT string
 
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -51,13 +54,13 @@ var configVars = []string{"TABLE_NAME", "DYNAMODB_ENDPOINT", "HOOK_KEY", "HOOK_K
 	"NONCE_MAX_COST", "RETENTION", "KEY_POLICY", "LOG_LEVEL", "PUBLIC_URL",
 	"DESTINATION", "DESTINATION_URL", "ZENDESK_SUBDOMAIN", "DESTINATION_TOKEN", "DESTINATION_SECRET_ARN",
 	"DESTINATION_DEDUP_WINDOW", "DESTINATION_LOOKUP", "DESTINATION_SETTLE_DELAY", "DESTINATION_TIMEOUT",
-	"DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE", "DELIVERY_INLINE_TIMEOUT", "DELIVERY_SWEEP_INTERVAL"}
+	"DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE", "DELIVERY_INLINE_TIMEOUT", "DELIVERY_SWEEP_INTERVAL", "RT_QUEUE"}
 
 // Start runs the oncecall binary at bin on free loopback ports with the
 // settings in env (NAME=value) and returns once it serves. Without
 // DYNAMODB_ENDPOINT in env it starts its own embedded store.
 func Start(bin string, env ...string) (*Server, error) {
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db-addr", "127.0.0.1:0", "-helpdesk-addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-db-addr", "127.0.0.1:0", "-helpdesk-addr", "127.0.0.1:0", "-rt-addr", "127.0.0.1:0")
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if !slices.Contains(configVars, name) {
@@ -119,6 +122,8 @@ func (s *Server) read(r io.Reader, ready chan<- error) {
 		switch {
 		case strings.HasPrefix(e.Msg, "local store (dynoxide"):
 			s.Endpoint = e.Endpoint
+		case e.Msg == "local Request Tracker":
+			s.RT = e.URL
 		case e.Msg == "local helpdesk":
 			s.Helpdesk = e.URL
 			s.HelpdeskControl = strings.TrimSuffix(strings.TrimSuffix(e.Control, "/"), "/_helpdesk")

@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/dev/rtlocal"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
@@ -48,10 +49,12 @@ type StressOptions struct {
 	// Bursts is how many times the seed's burst is sent: BurstCalls
 	// identical calls at once, spread over the servers.
 	Bursts int
-	// Destination ("webhook" or "zendesk"), when set, delivers every
+	// Destination ("webhook", "zendesk" or "rt"), when set, delivers every
 	// ticket to a local helpdesk that misbehaves on FaultRate of its
-	// creates; DedupWindow and Lookup are the webhook helpdesk's
-	// capabilities. SettleTimeout bounds the wait for the deliveries.
+	// creates (for rt: a real Request Tracker behind the fault proxy,
+	// which misbehaves instead); DedupWindow and Lookup are the webhook
+	// helpdesk's capabilities. SettleTimeout bounds the wait for the
+	// deliveries.
 	Destination   string
 	FaultRate     float64
 	DedupWindow   time.Duration
@@ -101,13 +104,19 @@ const (
 )
 
 // StressFaults are the helpdesk's misbehaviours in a destination run.
-var StressFaults = []helpdesk.Fault{
-	{Kind: helpdesk.LoseAnswer},
-	{Kind: helpdesk.FailBefore, Status: 503},
-	{Kind: helpdesk.FailAfter, Status: 500},
-	{Kind: helpdesk.RateLimit, RetryAfter: "1"},
-	{Kind: helpdesk.Slow, Delay: 1500 * time.Millisecond},
-	{Kind: helpdesk.ResetBefore},
+var StressFaults = stressFaults(1500 * time.Millisecond)
+
+// stressFaults are the misbehaviours of a destination run, the slow
+// answer coming after slow.
+func stressFaults(slow time.Duration) []helpdesk.Fault {
+	return []helpdesk.Fault{
+		{Kind: helpdesk.LoseAnswer},
+		{Kind: helpdesk.FailBefore, Status: 503},
+		{Kind: helpdesk.FailAfter, Status: 500},
+		{Kind: helpdesk.RateLimit, RetryAfter: "1"},
+		{Kind: helpdesk.Slow, Delay: slow},
+		{Kind: helpdesk.ResetBefore},
+	}
 }
 
 // RunStress starts the store, the fault proxy, the helpdesk and the
@@ -132,7 +141,7 @@ func RunStress(ctx context.Context, o StressOptions) (StressSummary, error) {
 	o.Servers = max(o.Servers, 1)
 	o.Nonces = max(o.Nonces, 1)
 	env := []string{"HOOK_KEY=" + o.HookKey, "TABLE_NAME=" + o.Table, "LOG_LEVEL=INFO"}
-	var hd *helpdesk.Server
+	var hd *StressHelpdesk
 	if o.Destination != "" {
 		if o.Server == "" {
 			return sum, errors.New("loadtest: a destination run starts the servers itself: give Server")
@@ -141,8 +150,8 @@ func RunStress(ctx context.Context, o StressOptions) (StressSummary, error) {
 		if hd, env, err = StartStressHelpdesk(o.Destination, o.FaultRate, o.DedupWindow, o.Lookup, o.Seed, env); err != nil {
 			return sum, err
 		}
-		defer func() { _ = hd.Close() }()
-		fmt.Fprintf(out, "helpdesk: %s (%s, capabilities %+v, faults on %.0f%% of creates)\n", hd.URL(), o.Destination, hd.Capabilities(), o.FaultRate*100)
+		defer hd.Close()
+		fmt.Fprintf(out, "helpdesk: %s, faults on %.0f%% of creates\n", hd.About, o.FaultRate*100)
 	}
 	urls := []string{o.URL}
 	var servers []*Server
@@ -261,7 +270,11 @@ func RunStress(ctx context.Context, o StressOptions) (StressSummary, error) {
 	if err != nil {
 		return sum, err
 	}
-	dr := TallyDeliveries(stored, records, hd.Tickets(), hd.Counts().Faults)
+	held, err := hd.Tickets(ctx)
+	if err != nil {
+		return sum, err
+	}
+	dr := TallyDeliveries(stored, records, held, hd.Faults())
 	dr.CountNeverSent(records, hd.KeyRequests())
 	sum.Deliveries = &dr
 	fmt.Fprintf(out, "deliveries settled in: %v\n", time.Since(start).Round(time.Millisecond))
@@ -294,17 +307,49 @@ func ratio(n, of int) string {
 	return fmt.Sprintf("%.4f", float64(n)/float64(of))
 }
 
-// StartStressHelpdesk starts the local helpdesk of a destination run
-// (faults on rate of its creates, drawn from seed) and returns the
-// servers' environment, extended to deliver to it.
-func StartStressHelpdesk(kind string, rate float64, window time.Duration, lookup bool, seed uint64, env []string) (*helpdesk.Server, []string, error) {
+// StressHelpdesk is where a destination run delivers, as the run reads it
+// back: the local helpdesk, or a real Request Tracker behind the fault
+// proxy.
+type StressHelpdesk struct {
+	// About describes it for the report.
+	About string
+	// Tickets lists what it holds, external ids (oncecall's ticket ids)
+	// and all.
+	Tickets func(context.Context) ([]helpdesk.Ticket, error)
+	// KeyRequests counts the create requests that carried each key;
+	// Faults the requests made to misbehave.
+	KeyRequests func() map[string]int
+	Faults      func() int
+	// Close stops it.
+	Close func()
+}
+
+// RTStressTimeout is the servers' request timeout to Request Tracker in an
+// rt run: longer than RT takes for one create on a busy machine (about
+// 0.3 s when idle), so that a create RT is still making is not looked up
+// before it is made (the lookup comes three timeouts after the create).
+// The proxy in front of RT forwards at most as many requests as RT has
+// workers and drops one whose client gave up while it waited, as a front
+// does, so RT's own backlog never holds a create that long.
+const RTStressTimeout = "5s"
+
+// RTStressFaults are the proxy's misbehaviours in front of RT: the same,
+// the slow answer past RTStressTimeout.
+var RTStressFaults = stressFaults(7 * time.Second)
+
+// StartStressHelpdesk starts the helpdesk of a destination run (faults on
+// rate of its creates, drawn from seed) and returns the servers'
+// environment, extended to deliver to it.
+func StartStressHelpdesk(kind string, rate float64, window time.Duration, lookup bool, seed uint64, env []string) (*StressHelpdesk, []string, error) {
 	caps := delivery.Capabilities{DedupWindow: window, Lookup: lookup}
 	switch kind {
 	case "webhook":
 	case "zendesk":
 		caps = delivery.Capabilities{DedupWindow: 2 * time.Hour, Lookup: true}
+	case "rt":
+		return startStressRT(rate, seed, env)
 	default:
-		return nil, nil, fmt.Errorf("destination %q: webhook or zendesk", kind)
+		return nil, nil, fmt.Errorf("destination %q: webhook, zendesk or rt", kind)
 	}
 	hd, err := helpdesk.Start("127.0.0.1:0", helpdesk.Options{Capabilities: caps,
 		Random: &helpdesk.RandomFaults{Rate: rate, Kinds: StressFaults, Seed: seed}})
@@ -318,7 +363,40 @@ func StartStressHelpdesk(kind string, rate float64, window time.Duration, lookup
 	} else {
 		env = append(env, "DESTINATION_URL="+hd.URL())
 	}
-	return hd, env, nil
+	return &StressHelpdesk{
+		About:       fmt.Sprintf("the local helpdesk %s (%s, capabilities %+v)", hd.URL(), kind, hd.Capabilities()),
+		Tickets:     func(context.Context) ([]helpdesk.Ticket, error) { return hd.Tickets(), nil },
+		KeyRequests: hd.KeyRequests,
+		Faults:      func() int { return hd.Counts().Faults },
+		Close:       func() { _ = hd.Close() },
+	}, env, nil
+}
+
+// startStressRT starts a fresh Request Tracker and the fault proxy in
+// front of it.
+func startStressRT(rate float64, seed uint64, env []string) (*StressHelpdesk, []string, error) {
+	in, err := rtlocal.Start("127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	proxy, err := in.StartProxy(helpdesk.ProxyOptions{KeyOf: rtlocal.KeyOf,
+		Random: &helpdesk.RandomFaults{Rate: rate, Kinds: RTStressFaults, Seed: seed}})
+	if err != nil {
+		_ = in.Close()
+		return nil, nil, err
+	}
+	env = append(env, "DESTINATION=rt", "DESTINATION_URL="+proxy.URL, "DESTINATION_TOKEN="+in.Token, "RT_QUEUE="+in.Queue,
+		"DESTINATION_TIMEOUT="+RTStressTimeout, "DELIVERY_SWEEP_INTERVAL="+StressSweep)
+	return &StressHelpdesk{
+		About:       fmt.Sprintf("Request Tracker %s at %s behind the fault proxy %s", rtlocal.Version, in.URL, proxy.URL),
+		Tickets:     in.Tickets,
+		KeyRequests: proxy.KeyRequests,
+		Faults:      func() int { return proxy.Counts().Faults },
+		Close: func() {
+			_ = proxy.Close()
+			_ = in.Close()
+		},
+	}, env, nil
 }
 
 // BurstCalls is the size of the seed's burst: ten identical calls at once.

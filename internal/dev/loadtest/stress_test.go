@@ -33,21 +33,11 @@ func TestStressUnderDynamoDBRules(t *testing.T) {
 	if dynamotest.External() {
 		t.Skip("the stress run starts its own store")
 	}
-	var out strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	sum, err := loadtest.RunStress(ctx, loadtest.StressOptions{
+	sum := runStress(t, 4*time.Minute, loadtest.StressOptions{
 		Server: serverBin, Servers: 2, Calls: 240, Ops: 80, Concurrency: 16, Seed: suitetest.Seed(t),
 		Cost: 9, Nonces: 2, Hold: conflictHold, LoseRate: 0.05, Bursts: 3,
-		Destination: "webhook", FaultRate: 0.2, DedupWindow: 0, Lookup: false, SettleTimeout: time.Minute, Out: &out,
+		Destination: "webhook", FaultRate: 0.2, DedupWindow: 0, Lookup: false, SettleTimeout: time.Minute,
 	})
-	t.Logf("\n%s", out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sum.Check(); err != nil {
-		t.Fatal(err)
-	}
 	d := sum.Deliveries
 	if d == nil || d.Duplicated != 0 || d.UncertainNeverSent != 0 || d.Tickets != sum.Calls.Operations+sum.Burst.Rounds {
 		t.Fatalf("deliveries %+v for %d operations and %d bursts", d, sum.Calls.Operations, sum.Burst.Rounds)
@@ -118,4 +108,23 @@ func TestCountNeverSent(t *testing.T) {
 	if r.Uncertain != 3 || r.UncertainNeverSent != 1 || r.Check() == nil {
 		t.Fatalf("uncertain %d, never sent %d, check %v; want 3, 1 and an error", r.Uncertain, r.UncertainNeverSent, r.Check())
 	}
+}
+
+// runStress runs o within limit, logs its report and fails t on an error
+// or a broken guarantee (StressSummary.Check).
+func runStress(t *testing.T, limit time.Duration, o loadtest.StressOptions) loadtest.StressSummary {
+	t.Helper()
+	var out strings.Builder
+	o.Out = &out
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	sum, err := loadtest.RunStress(ctx, o)
+	t.Logf("\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sum.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }

@@ -92,7 +92,7 @@ func spawn(bin, addr string) (*Server, error) {
 	for range 5 {
 		p := port
 		if p == "0" {
-			if p, err = freePort(host); err != nil {
+			if p, err = FreePort(host); err != nil {
 				return nil, err
 			}
 		} else if ln, err := net.Listen("tcp", net.JoinHostPort(host, p)); err != nil {
@@ -112,7 +112,10 @@ func spawn(bin, addr string) (*Server, error) {
 	return nil, last
 }
 
-func freePort(host string) (string, error) {
+// FreePort returns a port on host that nothing listens on now (the
+// kernel's pick, closed again at once): a child process given it may meet
+// a clash with another and try again.
+func FreePort(host string) (string, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return "", err

@@ -31,6 +31,10 @@ type Options struct {
 	PeerDir     string
 
 	DeliverySamples int
+	// RTSamples is how many tickets the Request Tracker run delivers
+	// without a fault; RTLostSamples how many more with every first
+	// create's answer lost.
+	RTSamples, RTLostSamples int
 	// DoorSamples is how many created calls the doors run sends through each door.
 	DoorSamples int
 	// ContentionDuration is each load run's length in the contention
@@ -74,6 +78,7 @@ func Run(ctx context.Context, o Options) error {
 		{"coldstart", coldStartPart},
 		{"peer", peerPart},
 		{"delivery", deliveryPart},
+		{"rt", rtPart},
 		{"capacity", capacityPart},
 		{"doors", doorsPart},
 		{"contention", contentionPart},
