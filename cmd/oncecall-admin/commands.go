@@ -165,6 +165,13 @@ func nonceCmd(fs *flag.FlagSet) action {
 			if len(*key) > nonce.MaxKeyBytes {
 				return usageError("the hook key is longer than %d bytes", nonce.MaxKeyBytes)
 			}
+			// -key "$KEY" with KEY never set must not print a nonce of
+			// another key ($HOOK_KEY's, or the public demo key's).
+			given := false
+			fs.Visit(func(f *flag.Flag) { given = given || f.Name == "key" })
+			if given && strings.TrimSpace(*key) == "" {
+				return usageError("-key is empty: give the hook key (is the variable you passed set?), or leave -key out for $%s or the local demo key", config.EnvHookKey)
+			}
 			return nil
 		},
 		run: func(_ context.Context, s *session) error {

@@ -205,6 +205,22 @@ func TestNonce(t *testing.T) {
 	}
 }
 
+// TestNonceRefusesAnEmptyKey: -key given empty or blank (a variable that
+// was never set, as in nonce -key "$KEY") is refused, printing no nonce,
+// rather than hashing $HOOK_KEY or the public demo key in its place.
+func TestNonceRefusesAnEmptyKey(t *testing.T) {
+	for _, vars := range []map[string]string{{}, {"HOOK_KEY": "a-hook-key-of-thirty-two-bytes-or-more"}} {
+		r := &rig{t: t, vars: vars, local: closedEndpoint}
+		for _, key := range []string{"", " ", "\t"} {
+			res := r.must(exitUsage, "nonce", "-key", key, "-cost", "4")
+			if res.stdout != "" || !strings.Contains(res.stderr, "-key is empty") {
+				t.Errorf("nonce -key %q (HOOK_KEY %q): stdout %q, stderr %q; want no nonce and a refusal naming -key",
+					key, vars["HOOK_KEY"], res.stdout, res.stderr)
+			}
+		}
+	}
+}
+
 // TestHelpHasAnExampleForEveryCommand: -h on every command prints its
 // usage with an example, and every example is a valid command line.
 func TestHelpHasAnExampleForEveryCommand(t *testing.T) {
