@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -184,9 +185,20 @@ func shellWords(line string, vars map[string]string) ([]string, error) {
 	return words, nil
 }
 
-// applyShell applies the export and unset lines a reader types to vars.
+// applyShell applies the assignment, export and unset lines a reader
+// types to vars.
 func applyShell(words []string, vars map[string]string) {
+	assigns := len(words) > 0
+	for _, w := range words {
+		k, _, ok := strings.Cut(w, "=")
+		assigns = assigns && ok && shellName.MatchString(k)
+	}
 	switch {
+	case assigns: // NAME=value ...: shell variables
+		for _, w := range words {
+			k, v, _ := strings.Cut(w, "=")
+			vars[k] = v
+		}
 	case len(words) > 1 && words[0] == "export":
 		for _, w := range words[1:] {
 			if k, v, ok := strings.Cut(w, "="); ok {
@@ -199,6 +211,9 @@ func applyShell(words []string, vars map[string]string) {
 		}
 	}
 }
+
+// shellName is a shell variable's name.
+var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // TestAdminExamplesParse: every admin command of the docs is a valid
 // command of the tool, in the environment the docs' own export and unset

@@ -1097,4 +1097,29 @@ func TestDocsNameTheTemplate(t *testing.T) {
 			}
 		}
 	}
+	// The deploy page's opening, before its first section, names every
+	// route of the HTTP API.
+	deploy := string(readFile(t, "../../docs/deploy.md"))
+	opening, _, _ := strings.Cut(deploy, "\n## ")
+	opening = strings.Join(strings.Fields(opening), " ")
+	routes := 0
+	for _, r := range raw["Resources"].(map[string]any) {
+		props, _ := r.(map[string]any)["Properties"].(map[string]any)
+		events, _ := props["Events"].(map[string]any)
+		for _, e := range events {
+			e := e.(map[string]any)
+			if e["Type"] != "HttpApi" {
+				continue
+			}
+			p := e["Properties"].(map[string]any)
+			route := fmt.Sprintf("`%s %s`", p["Method"], p["Path"])
+			routes++
+			if !strings.Contains(opening, route) {
+				t.Errorf("docs/deploy.md's opening does not name the route %s", route)
+			}
+		}
+	}
+	if routes < 3 {
+		t.Errorf("only %d HttpApi routes in the template", routes)
+	}
 }
