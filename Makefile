@@ -38,19 +38,37 @@ export DYNOXIDE
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux
 LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags="-s -w -buildid="
 
-.PHONY: run test nonce build vet lint clean dynoxide mcp-clients
+.PHONY: run test nonce build vet lint clean dynoxide dynoxide-path mcp-clients
 
-## run: serve POST /callback and GET /functions on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
-## (DESTINATION=rt: delivering to a fresh local Request Tracker on 127.0.0.1:8030, installed first if need be)
+# Where `make run` listens, each only when given; empty means the server's
+# own default: ADDR the callback, /functions and /mcp (127.0.0.1:3210),
+# DB_ADDR the local store (127.0.0.1:8000), HELPDESK_ADDR the local helpdesk
+# (127.0.0.1:8025; its control API takes the next port too) and RT_ADDR the
+# local Request Tracker (127.0.0.1:8030). For example:
+#   make run ADDR=127.0.0.1:3300 DB_ADDR=127.0.0.1:8100
+ADDR          ?=
+DB_ADDR       ?=
+HELPDESK_ADDR ?=
+RT_ADDR       ?=
+RUN_FLAGS = $(strip $(if $(ADDR),-addr $(ADDR)) $(if $(DB_ADDR),-db-addr $(DB_ADDR)) \
+	$(if $(HELPDESK_ADDR),-helpdesk-addr $(HELPDESK_ADDR)) $(if $(RT_ADDR),-rt-addr $(RT_ADDR)))
+
+## run: serve POST /callback, GET /functions and POST /mcp on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
+## (DESTINATION=rt: delivering to a fresh local Request Tracker on 127.0.0.1:8030, installed first if need be;
+## ADDR, DB_ADDR, HELPDESK_ADDR and RT_ADDR move them)
 run: dynoxide $(if $(filter rt,$(DESTINATION)),rt-install)
-	$(GO) run ./cmd/oncecall
+	$(GO) run ./cmd/oncecall$(if $(RUN_FLAGS), $(RUN_FLAGS))
 
 ## test: every test, with the race detector, over dynoxide (and the MCP clients the door is tested with)
 test: dynoxide mcp-clients
 	$(GO) test -race -count=1 ./...
 
-## dynoxide: build the pinned store into .tools/dynoxide (about a minute and a half on two cores, once)
+## dynoxide: build the pinned store into .tools/dynoxide (once; see the README for how long), unless one is on PATH
 dynoxide: $(DYNOXIDE)
+
+## dynoxide-path: print the dynoxide binary make uses (the one on PATH, or .tools/dynoxide's after make dynoxide)
+dynoxide-path:
+	@echo $(DYNOXIDE)
 
 $(DYNOXIDE_ROOT)/bin/dynoxide:
 	@command -v cargo >/dev/null || { echo "make: building dynoxide $(DYNOXIDE_VERSION) needs Rust's cargo (https://rustup.rs), or put a dynoxide that reports '$(DYNOXIDE_REPORTS)' on PATH"; exit 2; }
@@ -177,7 +195,7 @@ STRESS_RULES = -servers $(STRESS_SERVERS) -conflict-hold $(STRESS_HOLD) -lose-ra
 ## DynamoDB's conflict rule with lost answers, real cost-9 nonces, and the seed's burst through both; then
 ## 1,000 operations delivered to a local helpdesk with faults on 10% of its creates, and 150 to a real
 ## Request Tracker behind the fault proxy (installed first if need be; a few minutes in all)
-stress: rt-install
+stress: dynoxide rt-install
 	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m $(STRESS_RULES)
@@ -214,7 +232,7 @@ build-DeliverFunction:
 INVOKE_EVENTS = $(if $(filter all,$(strip $(EVENT))),$(wildcard events/*.json),$(strip $(EVENT)))
 
 ## invoke: run events through the real bootstrap under the Lambda Runtime Interface Emulator: make invoke EVENT=events/created.json (or EVENT=all)
-invoke:
+invoke: $(if $(INVOKE_EVENTS),dynoxide)
 	@test -n "$(INVOKE_EVENTS)" || { echo 'usage: make invoke EVENT=events/<name>.json [...]  or  EVENT=all   (the events are listed in events/expected.json)'; exit 2; }
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $(LOCAL_BOOT) ./functions/callback
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
@@ -244,10 +262,10 @@ RT_PRESEED   := \
 	'rt5-db-sqlite rt5-db-sqlite/available boolean true'
 
 .PHONY: rt-install rt
-## rt: serve a fresh Request Tracker on 127.0.0.1:8030 until Ctrl-C, and print how to deliver to it (installs it first if need be)
+## rt: serve a fresh Request Tracker on 127.0.0.1:8030 (or RT_ADDR) until Ctrl-C, and print how to deliver to it (installs it first if need be)
 rt: rt-install
 	$(GO) build -o bin/ ./cmd/oncecall-rt
-	bin/oncecall-rt
+	bin/oncecall-rt$(if $(RT_ADDR), -addr $(RT_ADDR))
 
 .PHONY: rt-e2e
 ## rt-e2e: the end-to-end runs against a real Request Tracker, printing per fault the RT tickets per key,
@@ -272,7 +290,7 @@ rt-install:
 
 ## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the
 ## Powertools peer, delivery to a real Request Tracker, all bounded and on loopback; writes BENCHMARKS.md (about 6 minutes)
-bench: rt-install
+bench: dynoxide rt-install
 	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer comparison will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"
@@ -280,14 +298,14 @@ bench: rt-install
 .PHONY: bench-rt
 ## bench-rt: only the Request Tracker part (delivery latency against RT's own create, requests per delivery);
 ## replaces that section of BENCHMARKS.md (about a minute; installs RT first if need be)
-bench-rt: rt-install
+bench-rt: dynoxide rt-install
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -only rt -update -out BENCHMARKS.md -command "make bench-rt"
 
 .PHONY: bench-capacity
 ## bench-capacity: only the capacity part (read and write units from the store's answers, oncecall's
 ## and the Powertools peer's); replaces that section of BENCHMARKS.md (under a minute)
-bench-capacity:
+bench-capacity: dynoxide
 	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer's capacity rows will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -only capacity -update -out BENCHMARKS.md -command "make bench-capacity"

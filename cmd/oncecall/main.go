@@ -197,7 +197,7 @@ func run(addr, dbAddr, hdAddr string) error {
 	// for ":0" (tests and the stress run ask for any free port).
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return startError("the callback", addr, "-addr", "", err)
+		return startError("the callback", addr, "-addr", "ADDR", "", err)
 	}
 	serving := "http://" + ln.Addr().String()
 	if !loopback(ln.Addr()) {
@@ -255,7 +255,7 @@ func localHelpdesk(addr string, d *config.Delivery) (*helpdesk.Server, error) {
 	// reachable while a refuse fault closes addr.
 	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps, ControlAddr: helpdesk.ControlAddrFor(addr)})
 	if err != nil {
-		return nil, startError("the local helpdesk", addr, "-helpdesk-addr", config.EnvDestinationURL+" to deliver to another helpdesk", err)
+		return nil, startError("the local helpdesk", addr, "-helpdesk-addr", "HELPDESK_ADDR", config.EnvDestinationURL+" to deliver to another helpdesk", err)
 	}
 	d.URL = hd.URL()
 	if d.Destination == config.DestinationWebhook {
@@ -273,7 +273,7 @@ func localRT(d *config.Delivery) (*rtlocal.Instance, error) {
 	in, err := rtlocal.Start(rtAddr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, startError("the local Request Tracker", rtAddr, "-rt-addr", config.EnvDestinationURL+" to deliver to another RT", err)
+			return nil, startError("the local Request Tracker", rtAddr, "-rt-addr", "RT_ADDR", config.EnvDestinationURL+" to deliver to another RT", err)
 		}
 		return nil, err
 	}
@@ -285,16 +285,16 @@ func localRT(d *config.Delivery) (*rtlocal.Instance, error) {
 func localStore(addr string) (*localdb.Server, error) {
 	db, err := localdb.Start(addr)
 	if err != nil {
-		return nil, startError("the local store", addr, "-db-addr", config.EnvEndpoint+" to use another store", err)
+		return nil, startError("the local store", addr, "-db-addr", "DB_ADDR", config.EnvEndpoint+" to use another store", err)
 	}
 	return db, nil
 }
 
 // startError says why what could not listen on addr. An address in use is
 // most often an earlier `make run` still running: the error says so, and
-// names flag, which moves what to another address, and the setting other
-// (when not "") that does without it.
-func startError(what, addr, flag, other string, err error) error {
+// names the make variable and the flag that move what to another address,
+// and the setting other (when not "") that does without it.
+func startError(what, addr, flag, makeVar, other string, err error) error {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%s on %s: %w", what, addr, err)
 	}
@@ -304,8 +304,8 @@ func startError(what, addr, flag, other string, err error) error {
 	if errors.As(err, &op) && op.Addr != nil {
 		addr = op.Addr.String()
 	}
-	msg := fmt.Sprintf("%s cannot listen on %s: the address is already in use, most likely by an earlier server (make run) still running: stop it (Ctrl-C where it runs), or move this one with %s HOST:PORT (go run ./cmd/oncecall %s 127.0.0.1:0 picks a free port)",
-		what, addr, flag, flag)
+	msg := fmt.Sprintf("%s cannot listen on %s: the address is already in use, most likely by an earlier server (make run) still running: stop it (Ctrl-C where it runs), or move this one: make run %s=HOST:PORT (the flag %s HOST:PORT; port 0 picks a free one)",
+		what, addr, makeVar, flag)
 	if other != "" {
 		msg += ", or set " + other
 	}

@@ -14,8 +14,8 @@ import (
 // TestSecondRunNamesTheAddressInUse: a server started while another holds
 // one of its addresses (a second make run) exits with an error that names
 // the address, says an earlier make run may still be running, and names
-// the flag that moves this one: for the local helpdesk, the store and the
-// callback alike.
+// the make variable and the flag that move this one: for the local
+// helpdesk, the store and the callback alike.
 func TestSecondRunNamesTheAddressInUse(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -30,11 +30,11 @@ func TestSecondRunNamesTheAddressInUse(t *testing.T) {
 		says  []string
 	}{
 		{"the local helpdesk", []string{"-addr", "127.0.0.1:0", "-db-addr", "127.0.0.1:0", "-helpdesk-addr", taken}, []string{"DESTINATION=webhook"},
-			[]string{"the local helpdesk cannot listen on " + taken, "already in use", "earlier server (make run) still running", "-helpdesk-addr HOST:PORT", "DESTINATION_URL"}},
+			[]string{"the local helpdesk cannot listen on " + taken, "already in use", "earlier server (make run) still running", "make run HELPDESK_ADDR=HOST:PORT", "-helpdesk-addr HOST:PORT", "DESTINATION_URL"}},
 		{"the store", []string{"-addr", "127.0.0.1:0", "-db-addr", taken}, nil,
-			[]string{"the local store cannot listen on " + taken, "earlier server (make run) still running", "-db-addr HOST:PORT", "DYNAMODB_ENDPOINT"}},
+			[]string{"the local store cannot listen on " + taken, "earlier server (make run) still running", "make run DB_ADDR=HOST:PORT", "-db-addr HOST:PORT", "DYNAMODB_ENDPOINT"}},
 		{"the callback", []string{"-addr", taken, "-db-addr", "127.0.0.1:0"}, nil,
-			[]string{"the callback cannot listen on " + taken, "earlier server (make run) still running", "-addr HOST:PORT"}},
+			[]string{"the callback cannot listen on " + taken, "earlier server (make run) still running", "make run ADDR=HOST:PORT", "-addr HOST:PORT"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
