@@ -71,9 +71,9 @@ dynoxide-path:
 	@echo $(DYNOXIDE)
 
 $(DYNOXIDE_ROOT)/bin/dynoxide:
-	@command -v cargo >/dev/null || { echo "make: building dynoxide $(DYNOXIDE_VERSION) needs Rust's cargo (https://rustup.rs), or put a dynoxide that reports '$(DYNOXIDE_REPORTS)' on PATH"; exit 2; }
+	@command -v cargo >/dev/null || { echo "make: building dynoxide (crate dynoxide-rs $(DYNOXIDE_VERSION)) needs Rust's cargo (https://rustup.rs), or put a dynoxide that reports '$(DYNOXIDE_REPORTS)' on PATH"; exit 2; }
 	@RUSTUP_TOOLCHAIN=$(DYNOXIDE_RUST) rustc --version | grep -q '^rustc $(DYNOXIDE_RUST) ' || { echo "make: building dynoxide needs Rust $(DYNOXIDE_RUST) (rustup toolchain install $(DYNOXIDE_RUST)); rustc reports '$$(RUSTUP_TOOLCHAIN=$(DYNOXIDE_RUST) rustc --version)'"; exit 2; }
-	@echo "== building the store: dynoxide $(DYNOXIDE_VERSION) from crates.io with Rust $(DYNOXIDE_RUST) into $(DYNOXIDE_ROOT) (once; about a minute and a half on two cores)"
+	@echo "== building the store: dynoxide (crate dynoxide-rs $(DYNOXIDE_VERSION)) from crates.io with Rust $(DYNOXIDE_RUST) into $(DYNOXIDE_ROOT) (once; cargo compiles it, minutes on two cores)"
 	RUSTUP_TOOLCHAIN=$(DYNOXIDE_RUST) CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
 		cargo install --locked --quiet dynoxide-rs --version $(DYNOXIDE_VERSION) \
 		--no-default-features --features $(DYNOXIDE_FEATURES) --root $(DYNOXIDE_ROOT)

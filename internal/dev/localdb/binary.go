@@ -28,7 +28,7 @@ const toolPath = ".tools/dynoxide/bin/dynoxide"
 
 // ErrNoBinary is returned by Binary when no dynoxide of the pinned version
 // can be found.
-var ErrNoBinary = errors.New("localdb: no dynoxide " + Version + " found: run `make dynoxide` (needs Rust's cargo) or set " + EnvBinary + " to a dynoxide binary")
+var ErrNoBinary = errors.New("localdb: no dynoxide found that reports '" + ReportedVersion + "' (crate dynoxide-rs " + Version + "): run `make dynoxide` (needs Rust's cargo) or set " + EnvBinary + " to a dynoxide binary")
 
 // Binary returns the dynoxide binary to run: the one $DYNOXIDE names, else
 // the one `make dynoxide` installed in the repository that holds the
