@@ -322,3 +322,26 @@ func TestQuotedVersionsArePinned(t *testing.T) {
 		t.Errorf("only %d quoted versions found", n)
 	}
 }
+
+// TestAWSCLIBlocksSetBothRegions: a shell block that runs the AWS CLI and
+// sets the region sets both variables the CLI's versions read: version 1
+// (botocore) reads only AWS_DEFAULT_REGION, version 2 AWS_REGION as well.
+func TestAWSCLIBlocksSetBothRegions(t *testing.T) {
+	_, pages, texts := read(t)
+	runsCLI := regexp.MustCompile(`(?m)(^|[\s;|&(])aws [a-z]`)
+	n := 0
+	for _, p := range pages {
+		for _, b := range doctest.Blocks(p, texts[p]) {
+			if b.Lang != "sh" || !runsCLI.MatchString(b.Text) || !strings.Contains(b.Text, "AWS_REGION=") {
+				continue
+			}
+			n++
+			if !strings.Contains(b.Text, "AWS_DEFAULT_REGION=") {
+				t.Errorf("%s:%d runs the AWS CLI with AWS_REGION but not AWS_DEFAULT_REGION, which the CLI's version 1 reads instead", p, b.Line)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no block runs the AWS CLI with a region: the README's local scan should")
+	}
+}
