@@ -168,7 +168,7 @@ func (s *server) log() string {
 
 // TestRunbookExample runs the runbook's worked example as a reader
 // would, command by command, against the real server started as the
-// README's make line starts it (its embedded store, its local helpdesk,
+// README's make line starts it (its local store, its local helpdesk,
 // its worker): curl against the callback and the helpdesk's control API,
 // the admin tool with nothing set (the local store of make run). Every
 // command must succeed, and every output the README shows must match

@@ -7,7 +7,7 @@
 // call consumed. `make bench` runs it; `-only capacity` runs the capacity
 // run alone. Every run is bounded and talks to loopback only.
 //
-// `oncecall-bench store` serves an embedded store on a loopback port and
+// `oncecall-bench store` serves a local store (dynoxide) on a loopback port and
 // prints its URL; the heap run uses it to keep the store's memory out of
 // the measured process.
 package main
@@ -60,7 +60,7 @@ func main() {
 	}
 }
 
-// serveStore serves an embedded store until stdin closes or a signal.
+// serveStore serves a local store until stdin closes or a signal.
 func serveStore() {
 	st, err := perf.StartStore()
 	if err != nil {

@@ -1,8 +1,8 @@
 // Command oncecall-invoke runs sample events through the real Lambda
-// bootstrap under the Lambda Runtime Interface Emulator, against an
-// embedded DynamoDB-compatible store seeded with the demo users, and prints
-// each answer. `make invoke EVENT=events/<name>.json` builds both binaries
-// and runs it.
+// bootstrap under the Lambda Runtime Interface Emulator, against a local
+// DynamoDB-compatible store (dynoxide, a child process) seeded with the
+// demo users, and prints each answer. `make invoke
+// EVENT=events/<name>.json` builds both binaries and runs it.
 //
 //	oncecall-invoke -bootstrap bin/local/bootstrap -emulator bin/aws-lambda-rie events/duplicate.json
 //
@@ -50,7 +50,7 @@ const (
 func main() {
 	bootstrap := flag.String("bootstrap", "bin/local/bootstrap", "the function's bootstrap, built for this machine")
 	emulator := flag.String("emulator", "bin/aws-lambda-rie", "the aws-lambda-rie binary")
-	dbAddr := flag.String("db-addr", "127.0.0.1:0", "address of the embedded store")
+	dbAddr := flag.String("db-addr", "127.0.0.1:0", "address of the local store (dynoxide)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: oncecall-invoke [-bootstrap path] [-emulator path] [-db-addr addr] events/<name>.json...")
 		flag.PrintDefaults()
@@ -106,7 +106,7 @@ func run(ctx context.Context, bootstrap, emulator, dbAddr string, names []string
 
 	db, err := localdb.Start(dbAddr)
 	if err != nil {
-		return false, fmt.Errorf("embedded store: %w", err)
+		return false, fmt.Errorf("the local store: %w", err)
 	}
 	defer func() { _ = db.Close() }()
 	cfg := config.Defaults

@@ -144,7 +144,7 @@ func run(addr, dbAddr, hdAddr string) error {
 	if err != nil {
 		return err
 	}
-	// Runs before the embedded store closes: a connection the store client
+	// Runs before the local store closes: a connection the store client
 	// dialled but never used would hold that graceful shutdown for seconds.
 	defer func() {
 		if c, ok := awsCfg.HTTPClient.(interface{ CloseIdleConnections() }); ok {

@@ -345,3 +345,18 @@ func TestAWSCLIBlocksSetBothRegions(t *testing.T) {
 		t.Error("no block runs the AWS CLI with a region: the README's local scan should")
 	}
 }
+
+// TestNoEmbeddedStore: the pages never call the local store "embedded":
+// it is dynoxide, a child process that make run and the tests start, and a
+// reader who looks for it in the server's process would not find it.
+func TestNoEmbeddedStore(t *testing.T) {
+	_, pages, texts := read(t)
+	for _, p := range pages {
+		text := strings.Join(strings.Fields(strings.ToLower(texts[p])), " ")
+		for _, s := range []string{"embedded store", "embedded one", "embedded dynamodb"} {
+			if n := strings.Count(text, s); n > 0 {
+				t.Errorf("%s says %q %d time(s): the local store is dynoxide, a child process", p, s, n)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -131,4 +132,46 @@ func makeRun(t *testing.T, root string, vars ...string) map[string]string {
 		t.Fatalf("make run %v did not serve within 5 minutes:\n%s", vars, text.String())
 	}
 	return found
+}
+
+// TestDynoxidePath: `make -s dynoxide-path`, which docs/development.md runs
+// to start a second store, prints the dynoxide make uses: one that reports
+// the pinned version, whether it came from PATH or from make dynoxide
+// (.tools), and the .tools one when PATH has none.
+func TestDynoxidePath(t *testing.T) {
+	root, err := doctest.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev := readRoot(t, root, "docs/development.md"); !strings.Contains(dev, `"$(make -s dynoxide-path)" serve`) {
+		t.Error("docs/development.md does not start its second store with make -s dynoxide-path")
+	}
+	path := func(env []string) string {
+		cmd := exec.Command("make", "-s", "--no-print-directory", "dynoxide-path")
+		cmd.Dir, cmd.Env = root, env
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make -s dynoxide-path: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	// As make test runs it: the binary the tests use.
+	p := path(os.Environ())
+	if out, err := exec.Command(p, "--version").Output(); err != nil || strings.TrimSpace(string(out)) != localdb.ReportedVersion {
+		t.Errorf("make -s dynoxide-path = %s, which reports %q (%v), want %q", p, out, err, localdb.ReportedVersion)
+	}
+	// With no dynoxide on PATH: the one make dynoxide builds.
+	bin := t.TempDir()
+	for _, tool := range []string{"sh", "make", "echo", "sha256sum", "cut", "id"} {
+		lp, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(lp, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := path([]string{"PATH=" + bin, "HOME=" + t.TempDir()}), filepath.Join(root, ".tools/dynoxide/bin/dynoxide"); got != want {
+		t.Errorf("make -s dynoxide-path without a dynoxide on PATH = %s, want %s", got, want)
+	}
 }
