@@ -1122,4 +1122,23 @@ func TestDocsNameTheTemplate(t *testing.T) {
 	if routes < 3 {
 		t.Errorf("only %d HttpApi routes in the template", routes)
 	}
+	// The alarms it counts: those of every stack in the opening, those a
+	// destination adds in its section.
+	counts := map[string]int{}
+	for _, r := range raw["Resources"].(map[string]any) {
+		if r := r.(map[string]any); r["Type"] == "AWS::CloudWatch::Alarm" {
+			cond, _ := r["Condition"].(string)
+			counts[cond]++
+		}
+	}
+	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
+	destination, _, _ := strings.Cut(deploy[strings.Index(deploy, "\n## Deploying with a destination"):], "\n### ")
+	for _, c := range []struct{ where, text, cond string }{
+		{"opening", opening, ""},
+		{"destination section", strings.Join(strings.Fields(destination), " "), "HasDestination"},
+	} {
+		if n := counts[c.cond]; n >= len(words) || !strings.Contains(c.text, " "+words[n]+" alarms") {
+			t.Errorf("docs/deploy.md's %s does not count its %d alarms", c.where, n)
+		}
+	}
 }

@@ -360,3 +360,28 @@ func TestNoEmbeddedStore(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstDeployCountsItsSteps: the first deploy says how many steps it
+// has, and so does the README, and that is the number of its sections.
+func TestFirstDeployCountsItsSteps(t *testing.T) {
+	_, _, texts := read(t)
+	section, ok := doctest.Section(texts["docs/deploy.md"], "## First deploy")
+	if !ok {
+		t.Fatal(`docs/deploy.md has no "## First deploy"`)
+	}
+	steps := 0
+	for _, b := range strings.Split(section, "\n") {
+		if strings.HasPrefix(b, "### ") {
+			steps++
+		}
+	}
+	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}
+	if steps >= len(words) {
+		t.Fatalf("the first deploy has %d steps", steps)
+	}
+	for page, text := range map[string]string{"docs/deploy.md": section, "README.md": texts["README.md"]} {
+		if !strings.Contains(strings.ToLower(strings.Join(strings.Fields(text), " ")), words[steps]+" steps") {
+			t.Errorf("%s does not say that the first deploy is %s steps", page, words[steps])
+		}
+	}
+}
