@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -327,4 +329,75 @@ func quickStartTicket(t *testing.T, env *dynamotest.Env, store *dynamo.Store) st
 	}
 	srv.Client().CloseIdleConnections()
 	return answer.TicketID
+}
+
+// TestChangeLogSampleIsWhatTheToolWrites: the change log line the
+// operations page shows is the one the tool writes for the change it names
+// (user grant, off AWS, by ONCECALL_OPERATOR): the same fields in the same
+// order, with the same values but for the time, the store and the table.
+func TestChangeLogSampleIsWhatTheToolWrites(t *testing.T) {
+	_, pages, err := doctest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sample string
+	for _, p := range pages {
+		if p.Path != localPage {
+			continue
+		}
+		section, _ := doctest.Section(p.Text, localSection)
+		for _, l := range strings.Split(section, "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") && strings.Contains(l, `"msg":"oncecall-admin change"`) {
+				sample = l
+			}
+		}
+	}
+	if sample == "" {
+		t.Fatalf("%s's %q shows no change log line", localPage, localSection)
+	}
+	r := newRig(t)
+	r.vars["ONCECALL_OPERATOR"] = "alice"
+	r.must(exitOK, "user", "add", "-id", "user-f", "-tenant", "tenant-c", "-name", "frank", "-functions", "get_ticket")
+	res := r.must(exitOK, "user", "grant", "-id", "user-f", "-function", "create_ticket")
+	var line string
+	for _, l := range strings.Split(res.stderr, "\n") {
+		if strings.HasPrefix(l, "{") {
+			line = l
+		}
+	}
+	keys := func(s string) ([]string, map[string]any) {
+		t.Helper()
+		dec := json.NewDecoder(strings.NewReader(s))
+		var order []string
+		if _, err := dec.Token(); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		values := map[string]any{}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				t.Fatalf("%q: %v", s, err)
+			}
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("%q: %v", s, err)
+			}
+			order = append(order, k.(string))
+			values[k.(string)] = v
+		}
+		return order, values
+	}
+	shownKeys, shown := keys(sample)
+	gotKeys, got := keys(line)
+	if !slices.Equal(shownKeys, gotKeys) {
+		t.Fatalf("%s shows the fields %v; the tool writes %v:\n%s", localPage, shownKeys, gotKeys, line)
+	}
+	for _, k := range gotKeys {
+		if k == "time" || k == "target" || k == "table" {
+			continue // the page's are make run's store and table
+		}
+		if fmt.Sprint(shown[k]) != fmt.Sprint(got[k]) {
+			t.Errorf("%s shows %s %v; the tool writes %v", localPage, k, shown[k], got[k])
+		}
+	}
 }

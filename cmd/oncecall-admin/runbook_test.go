@@ -291,7 +291,7 @@ func TestRunbookExample(t *testing.T) {
 			if res.code != exitOK {
 				t.Fatalf("%q: exit %d\n%s%s", st.text, res.code, res.stdout, res.stderr)
 			}
-			last = res.stdout
+			last = translate(res.stdout, true)
 		default:
 			t.Fatalf("the runbook runs %q, which this test does not know how to run: extend it", st.text)
 		}

@@ -34,3 +34,25 @@ func TestDocsCountTheDeliverySettings(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsSayWhatPublicURLAccepts: the settings table's row of PUBLIC_URL
+// names every scheme Load accepts in it, and only those.
+func TestDocsSayWhatPublicURLAccepts(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `" + EnvPublicURL + "` \\|.*$").FindString(string(raw))
+	cells := strings.Split(row, "|")
+	if len(cells) < 6 {
+		t.Fatalf("docs/configuration.md has no settings row for %s", EnvPublicURL)
+	}
+	accepts := cells[4]
+	for _, scheme := range []string{"http://", "https://", "ftp://"} {
+		env := map[string]string{EnvHookKey: "local-demo-hook-key-0123456789", EnvPublicURL: scheme + "api.example.com"}
+		_, err := Load(func(k string) string { return env[k] }, Defaults, nil)
+		if named := strings.Contains(accepts, "`"+scheme+"`"); named != (err == nil) {
+			t.Errorf("%s=%sapi.example.com: Load says %v; the row's Accepts cell (%s) names it: %v", EnvPublicURL, scheme, err, strings.TrimSpace(accepts), named)
+		}
+	}
+}
