@@ -345,7 +345,7 @@ define venv-from-lock
 	$(1)/bin/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(2)
 endef
 
-## sam: install the pinned SAM CLI into .tools/sam (once; about a minute)
+## sam: install the pinned SAM CLI into .tools/sam (once)
 sam: $(SAM_STAMP)
 
 $(SAM_STAMP): $(SAM_LOCK)

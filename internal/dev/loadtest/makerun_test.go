@@ -161,8 +161,18 @@ func TestDynoxidePath(t *testing.T) {
 		t.Errorf("make -s dynoxide-path = %s, which reports %q (%v), want %q", p, out, err, localdb.ReportedVersion)
 	}
 	// With no dynoxide on PATH: the one make dynoxide builds.
+	if got, want := path([]string{"PATH=" + onlyTools(t), "HOME=" + t.TempDir()}), filepath.Join(root, ".tools/dynoxide/bin/dynoxide"); got != want {
+		t.Errorf("make -s dynoxide-path without a dynoxide on PATH = %s, want %s", got, want)
+	}
+}
+
+// onlyTools returns a folder for PATH that holds make and the few commands
+// the Makefile runs before any recipe, and nothing else: no dynoxide, no
+// cargo.
+func onlyTools(t *testing.T) string {
+	t.Helper()
 	bin := t.TempDir()
-	for _, tool := range []string{"sh", "make", "echo", "sha256sum", "cut", "id"} {
+	for _, tool := range []string{"sh", "make", "echo", "grep", "sha256sum", "cut", "id"} {
 		lp, err := exec.LookPath(tool)
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +181,5 @@ func TestDynoxidePath(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := path([]string{"PATH=" + bin, "HOME=" + t.TempDir()}), filepath.Join(root, ".tools/dynoxide/bin/dynoxide"); got != want {
-		t.Errorf("make -s dynoxide-path without a dynoxide on PATH = %s, want %s", got, want)
-	}
+	return bin
 }

@@ -87,16 +87,7 @@ func TestTroubleshootingShowsWhatTheProgramsSay(t *testing.T) {
 		"### make: building dynoxide needs Rust's cargo": func(t *testing.T) string {
 			// make with a PATH that holds no cargo and no dynoxide, and
 			// the store's folder empty.
-			bin := t.TempDir()
-			for _, tool := range []string{"sh", "make", "grep", "sha256sum", "cut", "id"} {
-				p, err := exec.LookPath(tool)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			bin := onlyTools(t)
 			cmd := exec.Command(filepath.Join(bin, "make"), "-s", "dynoxide", "DYNOXIDE_ROOT="+t.TempDir())
 			cmd.Dir = root
 			cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir()}
