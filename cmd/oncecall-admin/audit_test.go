@@ -165,3 +165,35 @@ func TestAnAuditEntryProvesItself(t *testing.T) {
 		}
 	}
 }
+
+// TestADecisionOnAWSNeedsTheAuditKey: on AWS a decision is refused before
+// anything is read or written unless the audit key is given, by its ARN
+// (an alias would not match what KMS's Decrypt names); find may run
+// without it (nothing is then checked), and off AWS a decision may too
+// (it carries no proof).
+func TestADecisionOnAWSNeedsTheAuditKey(t *testing.T) {
+	const key = "arn:aws:kms:eu-west-1:123456789012:key/6f1c2a8e-0b3d-4e5f-8a9b-0c1d2e3f4a5b"
+	settle := []string{"delivery", "settle", "-ticket", "5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f", "-as", "abandoned", "-expect", "failed", "-reason", "r"}
+	aws := map[string]string{"TABLE_NAME": "t", "AWS_REGION": "eu-west-1"}
+	for _, c := range []struct {
+		args []string
+		vars map[string]string
+		want string // "" parses
+	}{
+		{append(append([]string{}, settle...), "-aws"), aws, "give -audit-key"},
+		{[]string{"delivery", "recover", "-aws"}, aws, "give -audit-key"},
+		{append(append([]string{}, settle...), "-aws", "-audit-key", key), aws, ""},
+		{append(append([]string{}, settle...), "-aws"), map[string]string{"TABLE_NAME": "t", "AWS_REGION": "eu-west-1", envAuditKey: key}, ""},
+		{append(append([]string{}, settle...), "-aws", "-audit-key", "alias/oncecall-audit"), aws, "is not a KMS key's ARN"},
+		{[]string{"find", "-ticket", "5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f", "-aws"}, aws, ""},
+		{append(append([]string{}, settle...), "-operator", "alice"), map[string]string{}, ""},
+	} {
+		err := parseOnly(&rig{t: t, vars: c.vars, local: closedEndpoint}, c.args)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v, want it to parse", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: %v, want refused: %s", c.args, err, c.want)
+		}
+	}
+}

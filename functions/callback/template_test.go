@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/auditkms"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
@@ -278,6 +279,63 @@ func TestTemplateEdge(t *testing.T) {
 	for _, o := range []string{"EdgeUrl", "EdgeCallbackUrl", "EdgeFunctionSourceUrl"} {
 		if _, ok := s.Typed.Outputs[o]; !ok {
 			t.Errorf("no output %s", o)
+		}
+	}
+}
+
+// TestTemplateAuditKey: the stack's audit key, whose proofs find checks,
+// may be used to make a proof (kms:Encrypt) by the decision role alone,
+// and only with the encryption context auditkms names; to check one
+// (kms:Decrypt) by the account's principals whose IAM policy allows it,
+// only with that context; for nothing else by anyone: no GenerateDataKey,
+// no ReEncrypt (which could give a ciphertext another context), no
+// CreateGrant, no kms:*. The functions' roles get nothing on it.
+func TestTemplateAuditKey(t *testing.T) {
+	s := deploy(t, map[string]string{"DecisionRoleName": "ops/oncecall-decide"})
+	key := s.Properties("AuditKey")
+	if key == nil || key["EnableKeyRotation"] != true || key["KeyUsage"] != "ENCRYPT_DECRYPT" {
+		t.Fatalf("AuditKey %v: want a symmetric encryption key, rotated", key)
+	}
+	if v := s.Typed.Outputs["AuditKeyArn"].Value; v != "getatt:AuditKey.Arn" {
+		t.Errorf("output AuditKeyArn = %v", v)
+	}
+	account := "arn:aws:iam::" + samtest.Pseudo["AWS::AccountId"] + ":root"
+	decider := "arn:aws:iam::" + samtest.Pseudo["AWS::AccountId"] + ":role/ops/oncecall-decide"
+	context := []string{auditkms.ContextTicket, auditkms.ContextEntry}
+	statements, _ := key["KeyPolicy"].(map[string]any)["Statement"].([]any)
+	uses := map[string]bool{}
+	for _, st := range statements {
+		st, _ := st.(map[string]any)
+		if st["Effect"] != "Allow" || fmt.Sprint(st["Principal"]) != fmt.Sprint(map[string]any{"AWS": account}) {
+			t.Errorf("statement %v: want only the account's principals, allowed", st)
+		}
+		cond, _ := st["Condition"].(map[string]any)
+		for _, a := range samtest.Strings(st["Action"]) {
+			switch {
+			case strings.Contains(a, "*"), a == "kms:CreateGrant", strings.HasPrefix(a, "kms:GenerateDataKey"), strings.HasPrefix(a, "kms:ReEncrypt"),
+				a == "kms:Sign", a == "kms:GenerateMac", a == "kms:CreateAlias":
+				t.Errorf("the key policy allows %s", a)
+			case a == "kms:Encrypt" || a == "kms:Decrypt":
+				uses[a] = true
+				keys := samtest.Strings(cond["ForAllValues:StringEquals"].(map[string]any)["kms:EncryptionContextKeys"])
+				if !slices.Equal(keys, context) || fmt.Sprint(cond["Null"]) != fmt.Sprint(map[string]any{"kms:EncryptionContextKeys": "false"}) {
+					t.Errorf("%s with encryption context keys %v (%v), want exactly %v", a, keys, cond, context)
+				}
+				by, _ := cond["ArnEquals"].(map[string]any)
+				if a == "kms:Encrypt" && (len(cond) != 3 || by["aws:PrincipalArn"] != decider) {
+					t.Errorf("kms:Encrypt allowed on %v, want the decision role %s alone", cond, decider)
+				}
+			}
+		}
+	}
+	if !uses["kms:Encrypt"] || !uses["kms:Decrypt"] {
+		t.Errorf("the key policy allows %v, want kms:Encrypt and kms:Decrypt", uses)
+	}
+	for _, role := range []string{"CallbackRole"} {
+		for action, resources := range samtest.Allowed(t, s.Stack, role) {
+			if slices.Contains(resources, "getatt:AuditKey.Arn") {
+				t.Errorf("%s may %s on the audit key", role, action)
+			}
 		}
 	}
 }
@@ -910,6 +968,8 @@ func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 		// With TableDataEvents: the trail's bucket is the record of who
 		// changed what, and outlives the stack like the table.
 		"TableTrailBucket": {"Retain", "Retain"},
+		// The proofs of past decisions need the audit key.
+		"AuditKey": {"Retain", "Retain"},
 	}
 	res, _ := readTemplate(t)["Resources"].(map[string]any)
 	for name := range want {
