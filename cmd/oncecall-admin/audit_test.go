@@ -20,28 +20,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
-// startKMS builds and starts a Local KMS for the test, seeded with
-// localkms.AuditKey and localkms.OtherKey, and returns a client of it.
-// Local KMS keeps KMS's cryptography but not IAM: who may call Encrypt
-// on the audit key (the key policy) is checked against the template and
-// the documented roles instead (TestTemplateAuditKey, TestDocumentedRoles).
-func startKMS(t *testing.T) (*localkms.Server, *kms.Client) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), localkms.BuildTimeout)
-	defer cancel()
-	bin, err := localkms.Build(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := localkms.Start(ctx, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	cfg := dynamo.LocalConfig(localkms.Region)
-	return srv, kms.NewFromConfig(cfg, func(o *kms.Options) { o.BaseEndpoint = aws.String(srv.URL) })
-}
-
 // auditOf is what find -json says of the audit of ticket id.
 func (d *desk) auditOf(id string, args ...string) []auditView {
 	d.t.Helper()
@@ -89,7 +67,11 @@ func forgedEntry(f delivery.Decision, proof []byte) map[string]dbtypes.Attribute
 // of the account, for another entry, or by GenerateDataKey under the audit
 // key itself, and the genuine entry once its "who" is rewritten.
 func TestAnAuditEntryProvesItself(t *testing.T) {
-	srv, client := startKMS(t)
+	// Local KMS keeps KMS's cryptography but not IAM: who may call
+	// Encrypt on the audit key (the key policy) is checked against the
+	// template and the documented roles instead (TestTemplateAuditKey,
+	// TestDocumentedRoles).
+	srv, client := localkms.ForTest(t)
 	d := newDesk(t)
 	d.sts = &fakeSTS{arn: callerARN}
 	d.rig.vars[envKMSEndpoint] = srv.URL

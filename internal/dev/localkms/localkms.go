@@ -19,7 +19,13 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
 // Pkg is the server's package, built by Build.
@@ -160,3 +166,25 @@ func (s *Server) Close() error {
 
 // String names the server for messages.
 func (s *Server) String() string { return "Local KMS at " + strings.TrimPrefix(s.URL, "http://") }
+
+// ForTest builds and starts a server for the test t, stopped when it ends,
+// and returns it with a KMS client of it.
+func ForTest(t testing.TB) (*Server, *kms.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), BuildTimeout)
+	defer cancel()
+	bin, err := Build(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Start(ctx, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv, kms.NewFromConfig(dynamo.LocalConfig(Region), func(o *kms.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+}

@@ -10,29 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 
 	"github.com/oncecall/oncecall/internal/dev/localkms"
-	"github.com/oncecall/oncecall/internal/dynamo"
 )
 
 // TestEncryptionContextIsBound: the server built and started from scratch
-// encrypts under the seeded audit key, decrypts only with the same
-// encryption context and that key, and stops with Close.
+// encrypts under the seeded audit key and decrypts only with the same
+// encryption context and that key.
 func TestEncryptionContextIsBound(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), localkms.BuildTimeout)
-	defer cancel()
-	bin, err := localkms.Build(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := localkms.Start(ctx, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	c := kms.NewFromConfig(dynamo.LocalConfig(localkms.Region), func(o *kms.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	_, c := localkms.ForTest(t)
+	ctx := context.Background()
 	ec := map[string]string{"oncecall:entry": "a"}
 	out, err := c.Encrypt(ctx, &kms.EncryptInput{KeyId: aws.String(localkms.AuditKey), Plaintext: []byte("p"), EncryptionContext: ec})
 	if err != nil {
