@@ -38,6 +38,7 @@ var rooms = []struct {
 	{"the adapters: transports, event sources, the store, the destinations", []string{
 		"internal/apigw", "internal/httpapi", "internal/mcp", "internal/stream", "internal/dynamo",
 		"internal/delivery/httpsend", "internal/delivery/webhook", "internal/delivery/zendesk", "internal/delivery/rt",
+		"internal/auditkms",
 	}},
 	{"the wiring", []string{"internal/config", "internal/secret", "internal/metrics", "internal/app", "internal/app/profile"}},
 }

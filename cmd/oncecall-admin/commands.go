@@ -77,7 +77,7 @@ var commands = []*command{
 		name: "find", summary: "an operation, its ticket and the ticket's delivery with its audit, by ticket id, operation key, or tenant + request id",
 		synopsis: "(-ticket ID | -op KEY | -tenant T -request R [-function F]) [-full] [target flags] [-json]",
 		example:  "find -tenant tenant-a -request request-example\nfind -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -full\nfind -op 3f1c0e8a9b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e -json",
-		store:    true, bind: findCmd,
+		store:    true, audit: true, bind: findCmd,
 	},
 	{
 		name: "delivery list", summary: "list the tickets whose delivery is uncertain, failed or waiting for an attempt (queued), oldest first, a page at a time (queries the attention index; never scans)",
@@ -91,13 +91,13 @@ var commands = []*command{
 		example: "delivery settle -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -as delivered -expect uncertain -version 3 -helpdesk-id 4711 -url https://example.zendesk.com/agent/tickets/4711 -operator alice\n" +
 			"delivery settle -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -as not-created -expect uncertain -version 3 -reason 'not in the helpdesk by external id or key' -operator alice\n" +
 			"delivery settle -ticket 5b0c4f2e-8d1a-4c3b-9e7f-0a1b2c3d4e5f -as abandoned -expect failed -reason 'customer withdrew the request' -operator alice",
-		store: true, change: true, bind: deliverySettle,
+		store: true, change: true, audit: true, bind: deliverySettle,
 	},
 	{
 		name: "delivery recover", summary: "find queued deliveries no sweep will take up (a first attempt the stream path gave up on) and list them for the sweep; scans the table, for when the on-failure queue or the iterator-age alarm fired",
 		synopsis: "[-older-than 15m] [-dry-run] [target flags] [-operator NAME] [-json]",
 		example:  "delivery recover -dry-run -operator alice\ndelivery recover -older-than 1h -operator alice",
-		store:    true, change: true, bind: deliveryRecover,
+		store:    true, change: true, audit: true, bind: deliveryRecover,
 	},
 	{
 		name: "table create", summary: "create the table with its indexes and TTL, or add the indexes an existing table lacks",

@@ -75,13 +75,18 @@ type auditView struct {
 	Verified       bool   `json:"verified"`
 	SourceIdentity string `json:"source_identity,omitempty"`
 	Operator       string `json:"operator,omitempty"`
-	Action         string `json:"action"`
-	From           string `json:"from"`
-	To             string `json:"to"`
-	Reason         string `json:"reason,omitempty"`
-	HelpdeskID     string `json:"helpdesk_id,omitempty"`
-	URL            string `json:"url,omitempty"`
-	Note           string `json:"note,omitempty"`
+	// Proof says whether the entry proves itself (proofProven: made with
+	// the decision role's audit key, unchanged since; proofNotProven, or
+	// proofNotChecked without an audit key), ProofNote why not.
+	Proof      string `json:"proof"`
+	ProofNote  string `json:"proof_note,omitempty"`
+	Action     string `json:"action"`
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Reason     string `json:"reason,omitempty"`
+	HelpdeskID string `json:"helpdesk_id,omitempty"`
+	URL        string `json:"url,omitempty"`
+	Note       string `json:"note,omitempty"`
 }
 
 func viewDelivery(r *delivery.Record, now time.Time) *deliveryView {
@@ -163,7 +168,7 @@ func deliveryRows(w io.Writer, d *deliveryView) {
 		row(w, "  audit", "- (no operator decision)")
 	}
 	for i, a := range d.Audit {
-		by := strconv.Quote(a.Who) + " " + recordedIdentity(a.Verified)
+		by := strconv.Quote(a.Who) + " " + proofLabel(a)
 		if a.SourceIdentity != "" {
 			by += ", source identity " + strconv.Quote(a.SourceIdentity)
 		}
@@ -435,6 +440,9 @@ func deliverySettle(fs *flag.FlagSet) action {
 			s.logSettle(w, st, rec)
 			now := s.tool.now()
 			dv := viewDelivery(&rec, now)
+			if err := s.checkAudit(ctx, *id, &rec, dv); err != nil {
+				return fmt.Errorf("settled, but its audit could not be checked: %w", err)
+			}
 			out := struct {
 				Settled  bool          `json:"settled"`
 				TicketID string        `json:"ticket_id"`
@@ -585,16 +593,4 @@ func deliveryRecover(fs *flag.FlagSet) action {
 			})
 		},
 	}
-}
-
-// recordedIdentity says, for a person, what an audit entry's identity is
-// worth. An entry's verified flag is stored on the item like the rest of
-// it, so whoever may write the item may write it: find cannot prove who
-// made a decision, and never shows an entry as verified. The table's
-// trail (TableDataEvents), which AWS writes, is the proof.
-func recordedIdentity(verified bool) string {
-	if verified {
-		return "(recorded as an AWS identity; unproven: the table's trail is the proof)"
-	}
-	return "(unverified)"
 }

@@ -168,21 +168,25 @@ func findCmd(fs *flag.FlagSet) action {
 				}
 				what = fmt.Sprintf("request %s of tenant %s", *requestID, *tenant)
 			}
-			return s.emitMatches(m, what, *full)
+			return s.emitMatches(ctx, m, what, *full)
 		},
 	}
 }
 
-func (s *session) emitMatches(m dynamo.Matches, what string, full bool) error {
+func (s *session) emitMatches(ctx context.Context, m dynamo.Matches, what string, full bool) error {
 	now := s.tool.now()
 	out := struct {
 		Matches   []matchView `json:"matches"`
 		Truncated bool        `json:"truncated"`
 	}{Matches: make([]matchView, 0, len(m.Found)), Truncated: m.Truncated}
 	for _, f := range m.Found {
-		out.Matches = append(out.Matches, matchView{
-			Ticket: viewTicket(f.Ticket, full), Operation: viewOperation(f.Operation, now, full), Delivery: viewDelivery(f.Delivery, now),
-		})
+		mv := matchView{Ticket: viewTicket(f.Ticket, full), Operation: viewOperation(f.Operation, now, full), Delivery: viewDelivery(f.Delivery, now)}
+		if f.Ticket != nil {
+			if err := s.checkAudit(ctx, f.Ticket.ID, f.Delivery, mv.Delivery); err != nil {
+				return err
+			}
+		}
+		out.Matches = append(out.Matches, mv)
 	}
 	return s.emit(out, func(w io.Writer) {
 		fmt.Fprintf(w, "%s: %d found, oldest first\n", what, len(out.Matches))

@@ -43,7 +43,8 @@ var readmeVars = map[string]string{
 	"KEY":        "an-example-hook-key",
 	"REQUEST_ID": "request-example",
 	// The deploy page sets STACK_* from the stack's outputs.
-	"STACK_TableName": "oncecall-Table-1A2B3C4D5E6F",
+	"STACK_TableName":   "oncecall-Table-1A2B3C4D5E6F",
+	"STACK_AuditKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/6f1c2a8e-0b3d-4e5f-8a9b-0c1d2e3f4a5b",
 }
 
 // shellLine is one shell command of a code block of the docs.

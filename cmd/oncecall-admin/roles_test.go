@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -14,8 +15,22 @@ import (
 type policyDoc struct {
 	Statement []struct {
 		Action    any                       `json:"Action"`
+		Resource  any                       `json:"Resource"`
 		Condition map[string]map[string]any `json:"Condition"`
 	} `json:"Statement"`
+}
+
+// kmsActions maps each KMS action the policy allows to its resources.
+func (p policyDoc) kmsActions() map[string][]string {
+	out := map[string][]string{}
+	for _, st := range p.Statement {
+		for _, a := range samtest.Strings(st.Action) {
+			if strings.HasPrefix(a, "kms:") {
+				out[a] = append(out[a], samtest.Strings(st.Resource)...)
+			}
+		}
+	}
+	return out
 }
 
 // documentedPolicy is the JSON policy that follows the first mention of
@@ -44,7 +59,10 @@ func documentedPolicy(t *testing.T, page, intro string) policyDoc {
 // and writes users and grants only; the decision role's UpdateItem is
 // limited to what decisions write (dynamo.DecisionAttributes), so it can
 // change neither a stored result nor a ticket's content; neither may put
-// an item with a decision in it.
+// an item with a decision in it. The decision role alone may make an
+// audit entry's proof (kms:Encrypt on the audit key, which the key's
+// policy allows only to DecisionRoleName: TestTemplateAuditKey); both may
+// check one (kms:Decrypt), on that key alone.
 func TestDocumentedRoles(t *testing.T) {
 	b, err := os.ReadFile("../../docs/deploy.md")
 	if err != nil {
@@ -89,5 +107,22 @@ func TestDocumentedRoles(t *testing.T) {
 	}
 	if updates != 1 {
 		t.Errorf("%d UpdateItem grants in the decision role, want 1", updates)
+	}
+	const auditKey = "<audit key ARN>"
+	for role, want := range map[string]map[string][]string{
+		"users":    {"kms:Decrypt": {auditKey}},
+		"decision": {"kms:Encrypt": {auditKey}, "kms:Decrypt": {auditKey}},
+	} {
+		p := map[string]policyDoc{"users": users, "decision": decision}[role]
+		if got := p.kmsActions(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("the %s role's KMS grants %v, want %v", role, got, want)
+		}
+	}
+	if !strings.Contains(page, "Name it\n`oncecall-decision`, or deploy with `DecisionRoleName`") {
+		t.Error("docs/deploy.md does not tie the decision role to DecisionRoleName, the name the audit key's policy allows")
+	}
+	params, _ := samtest.Read(t, "../../template.yaml")["Parameters"].(map[string]any)
+	if p, _ := params["DecisionRoleName"].(map[string]any); p["Default"] != "oncecall-decision" {
+		t.Errorf("the template's DecisionRoleName %v, want the default the docs name, oncecall-decision", p)
 	}
 }

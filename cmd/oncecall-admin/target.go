@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/auditkms"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/dynamo"
 )
@@ -266,7 +267,9 @@ type session struct {
 	// sourceIdentity is the source identity of the role session the
 	// command assumed (-role-arn), "" without one.
 	sourceIdentity string
-	close          func()
+	// audit is the audit key, nil when none was given (auditKey).
+	audit *auditkms.Key
+	close func()
 }
 
 // open connects to the command's target: credentials and a client for it,
@@ -303,18 +306,25 @@ func (t *tool) open(ctx context.Context, cmd *command, inv invocation) (*session
 		}
 	}
 	client := dynamodb.NewFromConfig(cfg, dynamo.Options(tg.endpoint))
-	var opts []dynamo.AdminOption
-	if t.pageSize > 0 {
-		opts = append(opts, dynamo.WithPageSize(t.pageSize))
-	}
 	s := &session{
 		tool: t, cmd: cmd, out: t.stdout, json: inv.json, target: tg,
-		admin: dynamo.NewAdmin(client, tg.table, opts...), tables: client, awsCfg: cfg, inv: inv, sourceIdentity: sourceIdentity,
+		tables: client, awsCfg: cfg, inv: inv, sourceIdentity: sourceIdentity,
 		close: func() {
 			if c, ok := cfg.HTTPClient.(interface{ CloseIdleConnections() }); ok {
 				c.CloseIdleConnections()
 			}
 		},
 	}
+	if err := s.auditKey(cfg); err != nil {
+		return nil, err
+	}
+	var opts []dynamo.AdminOption
+	if t.pageSize > 0 {
+		opts = append(opts, dynamo.WithPageSize(t.pageSize))
+	}
+	if s.audit != nil && cmd.change {
+		opts = append(opts, dynamo.WithProver(s.audit))
+	}
+	s.admin = dynamo.NewAdmin(client, tg.table, opts...)
 	return s, nil
 }

@@ -74,6 +74,9 @@ type command struct {
 	// anyone: a change that needs no operator's name off AWS (it changes
 	// no user or delivery); a name given is checked and logged.
 	anyone bool
+	// audit: the command writes or shows a delivery's audit, so it takes
+	// -audit-key (a change on AWS requires it).
+	audit bool
 	// bind declares the command's flags on fs and returns its action.
 	bind func(fs *flag.FlagSet) action
 }
@@ -197,6 +200,7 @@ type invocation struct {
 	json   bool
 	target targetFlags
 	who    operatorFlags
+	audit  auditFlags
 }
 
 // parse parses a command's flags and checks them, without any I/O: a
@@ -213,6 +217,9 @@ func (t *tool) parse(cmd *command, args []string) (invocation, error) {
 	}
 	if cmd.change {
 		inv.who.declare(fs, cmd.anyone)
+	}
+	if cmd.audit {
+		inv.audit.declare(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -234,6 +241,15 @@ func (t *tool) parse(cmd *command, args []string) (invocation, error) {
 	tg, err := inv.target.resolve(t.getenv, t.localEndpoint)
 	if err != nil {
 		return inv, err
+	}
+	if cmd.audit {
+		key, err := inv.audit.resolve(t.getenv)
+		if err != nil {
+			return inv, err
+		}
+		if key == "" && cmd.change && tg.kind == targetAWS {
+			return inv, usageError("on AWS every decision carries a proof only the decision role can make: give -audit-key (the stack's AuditKeyArn output) or set %s; nothing was changed", envAuditKey)
+		}
 	}
 	if cmd.change && tg.kind != targetAWS {
 		if _, err := inv.who.local(t.getenv, cmd.anyone); err != nil {

@@ -75,7 +75,7 @@ func TestTemplateEdgeAccessLog(t *testing.T) {
 	region := samtest.Pseudo["AWS::Region"]
 	samtest.Pseudo["AWS::Region"] = "us-east-1"
 	t.Cleanup(func() { samtest.Pseudo["AWS::Region"] = region })
-	s = deploy(t, map[string]string{"Edge": "cloudfront", "EdgeDomainName": edgeDomain, "EdgeCertificateArn": edgeCert, "LogRetentionDays": "14"})
+	s = deploy(t, edgeParams(map[string]string{"LogRetentionDays": "14"}))
 	src := s.Properties("EdgeAccessLogSource")
 	if src == nil || scalar(src["LogType"]) != "ACCESS_LOGS" ||
 		!strings.HasSuffix(scalar(src["ResourceArn"]), ":distribution/ref:EdgeDistribution") {

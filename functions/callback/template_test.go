@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/auditkms"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
@@ -149,10 +150,13 @@ func TestTemplateFunction(t *testing.T) {
 }
 
 // TestTemplateEdge: Edge=cloudfront puts CloudFront, with an AWS WAF
-// rate-based rule per source IP, in front of the API, and gives the
-// function the token the edge adds, so that it refuses what comes around
-// the edge; WAF for CloudFront exists in us-east-1 only, which a rule
-// enforces. By default there is no edge and no token.
+// rate-based rule per source IP, in front of the API; the API's custom
+// domain requires mutual TLS with the client certificate CloudFront
+// presents, so that what is sent around the edge is refused in the TLS
+// handshake; and the function gets the token the edge adds, so that it
+// refuses what comes around the edge with another certificate of that
+// CA. WAF for CloudFront exists in us-east-1 only, which a rule enforces.
+// By default there is no edge and no token.
 func TestTemplateEdge(t *testing.T) {
 	s := deploy(t, nil)
 	for _, r := range []string{"EdgeDistribution", "EdgeWebAcl", "EdgeOriginSecret"} {
@@ -168,7 +172,7 @@ func TestTemplateEdge(t *testing.T) {
 	if v := s.Properties("HttpApi")["DisableExecuteApiEndpoint"]; v != false {
 		t.Errorf("DisableExecuteApiEndpoint = %v without the edge, want false", v)
 	}
-	edge := map[string]string{"Edge": "cloudfront", "EdgeDomainName": edgeDomain, "EdgeCertificateArn": edgeCert}
+	edge := edgeParams(nil)
 	if err := samtest.Refusal(t, templatePath, edge); err == nil || !strings.Contains(err.Error(), "us-east-1") {
 		t.Errorf("Edge=cloudfront outside us-east-1: %v, want refused naming us-east-1", err)
 	}
@@ -180,6 +184,15 @@ func TestTemplateEdge(t *testing.T) {
 	// needs a domain and its certificate.
 	if err := samtest.Refusal(t, templatePath, map[string]string{"Edge": "cloudfront"}); err == nil || !strings.Contains(err.Error(), "EdgeCertificateArn") {
 		t.Errorf("Edge=cloudfront without a domain and certificate: %v, want refused naming EdgeCertificateArn", err)
+	}
+	// Without mutual TLS on the API's custom domain, a flood sent to its
+	// regional endpoint around the edge takes the stage's throttle.
+	for _, missing := range []string{"EdgeTruststoreUri", "EdgeClientCertificateArn"} {
+		p := edgeParams(nil)
+		delete(p, missing)
+		if err := samtest.Refusal(t, templatePath, p); err == nil || !strings.Contains(err.Error(), "EdgeTruststoreUri and EdgeClientCertificateArn") {
+			t.Errorf("Edge=cloudfront without %s: %v, want refused naming the truststore and the client certificate", missing, err)
+		}
 	}
 	edge["EdgeRateLimit"] = "300"
 	s = deploy(t, edge)
@@ -201,6 +214,15 @@ func TestTemplateEdge(t *testing.T) {
 	dom := s.Properties("EdgeApiDomain")
 	if dom["DomainName"] != edgeDomain || fmt.Sprint(dom["DomainNameConfigurations"]) != fmt.Sprint([]any{map[string]any{"CertificateArn": edgeCert, "EndpointType": "REGIONAL", "SecurityPolicy": "TLS_1_2"}}) {
 		t.Errorf("the API's custom domain %v: want %s, regional, TLS 1.2, with the certificate", dom, edgeDomain)
+	}
+	// The regional endpoint completes a TLS handshake only with a client
+	// certificate the truststore's CA issued; the truststore's object
+	// version is pinned only when one is given.
+	if m := fmt.Sprint(dom["MutualTlsAuthentication"]); m != fmt.Sprint(map[string]any{"TruststoreUri": edgeTruststore}) {
+		t.Errorf("the API's custom domain's mutual TLS %s: want the truststore %s", m, edgeTruststore)
+	}
+	if m := fmt.Sprint(deploy(t, edgeParams(map[string]string{"EdgeTruststoreVersion": "v3.Ab_c"})).Properties("EdgeApiDomain")["MutualTlsAuthentication"]); m != fmt.Sprint(map[string]any{"TruststoreUri": edgeTruststore, "TruststoreVersion": "v3.Ab_c"}) {
+		t.Errorf("with EdgeTruststoreVersion, mutual TLS %s: want the truststore at that version", m)
 	}
 	if m := s.Properties("EdgeApiMapping"); m["ApiId"] != "ref:HttpApi" || m["DomainName"] != "ref:EdgeApiDomain" || m["Stage"] != "$default" {
 		t.Errorf("API mapping %v: want the HTTP API's $default stage on the custom domain", m)
@@ -226,6 +248,13 @@ func TestTemplateEdge(t *testing.T) {
 		*vc.MinimumProtocolVersion != "TLSv1.2_2021" || vc.SslSupportMethod == nil || *vc.SslSupportMethod != "sni-only" || !slices.Equal(dc.Aliases, []string{edgeDomain}) {
 		t.Errorf("viewer certificate %+v, aliases %v: want %s with its certificate, TLS 1.2 or later", vc, dc.Aliases, edgeDomain)
 	}
+	// CloudFront presents the client certificate the custom domain
+	// requires (origin mutual TLS). goformation predates the property:
+	// read it from the template as deployed.
+	origins, _ := s.Properties("EdgeDistribution")["DistributionConfig"].(map[string]any)["Origins"].([]any)
+	if len(origins) != 1 || fmt.Sprint(origins[0].(map[string]any)["CustomOriginConfig"].(map[string]any)["OriginMtlsConfig"]) != fmt.Sprint(map[string]any{"ClientCertificateArn": edgeClientCert}) {
+		t.Errorf("origins %v: want the origin to present %s", origins, edgeClientCert)
+	}
 	// AllViewer forwards the viewer's Host, EdgeDomainName, which is the
 	// name the API's custom domain answers.
 	if p := dc.DefaultCacheBehavior.OriginRequestPolicyId; p == nil || *p != "216adef6-5c7f-47e4-b989-5492eafa07d3" {
@@ -250,6 +279,63 @@ func TestTemplateEdge(t *testing.T) {
 	for _, o := range []string{"EdgeUrl", "EdgeCallbackUrl", "EdgeFunctionSourceUrl"} {
 		if _, ok := s.Typed.Outputs[o]; !ok {
 			t.Errorf("no output %s", o)
+		}
+	}
+}
+
+// TestTemplateAuditKey: the stack's audit key, whose proofs find checks,
+// may be used to make a proof (kms:Encrypt) by the decision role alone,
+// and only with the encryption context auditkms names; to check one
+// (kms:Decrypt) by the account's principals whose IAM policy allows it,
+// only with that context; for nothing else by anyone: no GenerateDataKey,
+// no ReEncrypt (which could give a ciphertext another context), no
+// CreateGrant, no kms:*. The functions' roles get nothing on it.
+func TestTemplateAuditKey(t *testing.T) {
+	s := deploy(t, map[string]string{"DecisionRoleName": "ops/oncecall-decide"})
+	key := s.Properties("AuditKey")
+	if key == nil || key["EnableKeyRotation"] != true || key["KeyUsage"] != "ENCRYPT_DECRYPT" {
+		t.Fatalf("AuditKey %v: want a symmetric encryption key, rotated", key)
+	}
+	if v := s.Typed.Outputs["AuditKeyArn"].Value; v != "getatt:AuditKey.Arn" {
+		t.Errorf("output AuditKeyArn = %v", v)
+	}
+	account := "arn:aws:iam::" + samtest.Pseudo["AWS::AccountId"] + ":root"
+	decider := "arn:aws:iam::" + samtest.Pseudo["AWS::AccountId"] + ":role/ops/oncecall-decide"
+	context := []string{auditkms.ContextTicket, auditkms.ContextEntry}
+	statements, _ := key["KeyPolicy"].(map[string]any)["Statement"].([]any)
+	uses := map[string]bool{}
+	for _, st := range statements {
+		st, _ := st.(map[string]any)
+		if st["Effect"] != "Allow" || fmt.Sprint(st["Principal"]) != fmt.Sprint(map[string]any{"AWS": account}) {
+			t.Errorf("statement %v: want only the account's principals, allowed", st)
+		}
+		cond, _ := st["Condition"].(map[string]any)
+		for _, a := range samtest.Strings(st["Action"]) {
+			switch {
+			case strings.Contains(a, "*"), a == "kms:CreateGrant", strings.HasPrefix(a, "kms:GenerateDataKey"), strings.HasPrefix(a, "kms:ReEncrypt"),
+				a == "kms:Sign", a == "kms:GenerateMac", a == "kms:CreateAlias":
+				t.Errorf("the key policy allows %s", a)
+			case a == "kms:Encrypt" || a == "kms:Decrypt":
+				uses[a] = true
+				keys := samtest.Strings(cond["ForAllValues:StringEquals"].(map[string]any)["kms:EncryptionContextKeys"])
+				if !slices.Equal(keys, context) || fmt.Sprint(cond["Null"]) != fmt.Sprint(map[string]any{"kms:EncryptionContextKeys": "false"}) {
+					t.Errorf("%s with encryption context keys %v (%v), want exactly %v", a, keys, cond, context)
+				}
+				by, _ := cond["ArnEquals"].(map[string]any)
+				if a == "kms:Encrypt" && (len(cond) != 3 || by["aws:PrincipalArn"] != decider) {
+					t.Errorf("kms:Encrypt allowed on %v, want the decision role %s alone", cond, decider)
+				}
+			}
+		}
+	}
+	if !uses["kms:Encrypt"] || !uses["kms:Decrypt"] {
+		t.Errorf("the key policy allows %v, want kms:Encrypt and kms:Decrypt", uses)
+	}
+	for _, role := range []string{"CallbackRole"} {
+		for action, resources := range samtest.Allowed(t, s.Stack, role) {
+			if slices.Contains(resources, "getatt:AuditKey.Arn") {
+				t.Errorf("%s may %s on the audit key", role, action)
+			}
 		}
 	}
 }
@@ -453,10 +539,21 @@ var inlineCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"
 const (
 	edgeDomain         = "oncecall.example.com"
 	edgeCert           = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+	edgeTruststore     = "s3://oncecall-edge-trust/origin-ca.pem"
+	edgeClientCert     = "arn:aws:acm:us-east-1:123456789012:certificate/1b2c3d4e-5f60-789a-bcde-f0123456789a"
 	existingMCPSecret  = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:mcp-token-AbCdEf"
 	existingDestSecret = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:helpdesk-AbCdEf"
 	webhookURL         = "https://helpdesk.example.com/tickets"
 )
+
+// edgeParams are the parameters an edge needs (the rule EdgeInUsEast1),
+// with extra ones added.
+func edgeParams(extra map[string]string) map[string]string {
+	p := map[string]string{"Edge": "cloudfront", "EdgeDomainName": edgeDomain, "EdgeCertificateArn": edgeCert,
+		"EdgeTruststoreUri": edgeTruststore, "EdgeClientCertificateArn": edgeClientCert}
+	maps.Copy(p, extra)
+	return p
+}
 
 // callbackTableGrants are the callback's grants on the table, each
 // conditioned on the partition keys (dynamodb:LeadingKeys) of the items
@@ -724,7 +821,7 @@ func TestTemplateSecretsKey(t *testing.T) {
 	region := samtest.Pseudo["AWS::Region"]
 	samtest.Pseudo["AWS::Region"] = "us-east-1"
 	t.Cleanup(func() { samtest.Pseudo["AWS::Region"] = region })
-	params := map[string]string{"Edge": "cloudfront", "EdgeDomainName": edgeDomain, "EdgeCertificateArn": edgeCert, "Destination": "webhook", "DestinationUrl": webhookURL}
+	params := edgeParams(map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL})
 	for _, withKey := range []bool{false, true} {
 		if withKey {
 			params["SecretsKmsKeyArn"] = key
@@ -871,6 +968,8 @@ func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 		// With TableDataEvents: the trail's bucket is the record of who
 		// changed what, and outlives the stack like the table.
 		"TableTrailBucket": {"Retain", "Retain"},
+		// The proofs of past decisions need the audit key.
+		"AuditKey": {"Retain", "Retain"},
 	}
 	res, _ := readTemplate(t)["Resources"].(map[string]any)
 	for name := range want {

@@ -97,11 +97,11 @@ var workerCalls = []samtest.StoreCall{{Method: "UpdateItem"}, {Method: "GetItem"
 // withoutDestination are the resources and outputs of the stack as it was
 // before delivery existed.
 var (
-	// The hook key's policy and the table's trail (TableDataEvents, on by
-	// default) are the callback's stack's too.
-	callbackResources = []string{"Api5xxAlarm", "ApiAccessLogGroup", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard",
+	// The hook key's policy, the table's trail (TableDataEvents, on by
+	// default) and the audit key are the callback's stack's too.
+	callbackResources = []string{"Api5xxAlarm", "ApiAccessLogGroup", "AuditKey", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard",
 		"HookKeySecret", "HookKeySecretPolicy", "HttpApi", "Table", "TableTrail", "TableTrailBucket", "TableTrailBucketPolicy"}
-	callbackOutputs   = []string{"ApiAccessLogGroupName", "CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName", "TableTrailBucketName"}
+	callbackOutputs   = []string{"ApiAccessLogGroupName", "AuditKeyArn", "CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName", "TableTrailBucketName"}
 	deliveryResources = []string{
 		"DeliverFunction", "DeliverLogGroup", "DeliverRole", "DeliveryFailureQueue", "DestinationSecret",
 		"DeliveryUncertainAlarm", "OldestQueuedAlarm", "DeliveryFailureQueueAlarm", "DeliveryAuthFailedAlarm", "DeliverIteratorAgeAlarm",

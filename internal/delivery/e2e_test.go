@@ -295,3 +295,53 @@ func TestAHostileReceiptNeverReachesTheModel(t *testing.T) {
 		})
 	}
 }
+
+// TestSeveralTicketsCarryingTheIDAreNeverGuessedAt: after an ambiguous
+// create (the helpdesk made the ticket and answered 500), the lookup
+// finds two tickets carrying the ticket's id as their external id: the
+// one the create made and another made before it under another key (an
+// import, a person's copy, an earlier deployment's create). Neither may be
+// taken for the ticket: the delivery ends uncertain, with both helpdesk
+// ids in its reason, for a person to settle, through either adapter.
+func TestSeveralTicketsCarryingTheIDAreNeverGuessedAt(t *testing.T) {
+	for _, front := range []string{webhook.Name, zendesk.Name} {
+		t.Run(front, func(t *testing.T) {
+			e := newE2E(t, front, delivery.Capabilities{Lookup: true})
+			id := e.ticket()
+			tk, err := e.store.Ticket(context.Background(), id)
+			if err != nil || tk == nil {
+				t.Fatalf("ticket %s: %v %v", id, tk, err)
+			}
+			if r := e.w.Destination.Create(context.Background(), "another-key-"+id, *tk); r.Outcome != delivery.Created {
+				t.Fatalf("the earlier ticket: %+v", r)
+			}
+			if err := e.hd.Inject(helpdesk.Fault{Kind: helpdesk.FailAfter, Status: 500}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.w.Deliver(context.Background(), id)
+			if err != nil || rep.Outcome != delivery.OutcomeRetried {
+				t.Fatalf("first attempt: %+v, %v; want retried after the 500", rep, err)
+			}
+			// Past Zendesk's deduplication window, what settles a create
+			// that may have made the ticket is the lookup.
+			e.advance(zendesk.DedupWindow)
+			rep = e.settle(id)
+			got := e.hd.TicketsByExternalID(id)
+			if len(got) != 2 {
+				t.Fatalf("%d tickets at the helpdesk carry the id, want 2", len(got))
+			}
+			d := e.record(id)
+			if rep.State == delivery.Delivered || d.Receipt.ID != "" {
+				t.Fatalf("state %s with helpdesk id %q: one of tickets %d and %d was taken for ours", rep.State, d.Receipt.ID, got[0].ID, got[1].ID)
+			}
+			if rep.State != delivery.Uncertain || d.LastCode != "found_several" || !d.MaybeSent {
+				t.Fatalf("state %s, last code %q (%+v): want uncertain, found_several", rep.State, d.LastCode, rep)
+			}
+			for _, g := range got {
+				if !strings.Contains(d.Reason, fmt.Sprint(g.ID)) {
+					t.Errorf("reason %q does not name helpdesk ticket %d", d.Reason, g.ID)
+				}
+			}
+		})
+	}
+}

@@ -109,6 +109,10 @@ type Decision struct {
 	// Note says what the decision did besides changing the state (such
 	// as resetting the attempts), in the store's words.
 	Note string
+	// Proof is what only the decision role can make over the entry and
+	// its ticket (AuditProof): a KMS ciphertext, empty where none was
+	// made. It is checked, never believed: see AuditProof.
+	Proof []byte
 }
 
 // Actor is who made a decision, as its audit records it.
@@ -217,4 +221,26 @@ func ResendKey(key string, n int) string {
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.Itoa(n)))
 	return keyPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// auditProofVersion names the encoding of AuditProof; a change of
+// encoding changes it.
+const auditProofVersion = "oncecall-audit-v1"
+
+// AuditProof is what decision d on ticket ticketID is proven over: a
+// version tag and the SHA-256, in hex, of every field the audit entry
+// shows (all but Proof), in a fixed order. Whatever an entry shows that a
+// proof does not cover could be changed after it was made: a new field
+// of Decision must be added here.
+func AuditProof(ticketID string, d Decision) (version, digest string) {
+	h := sha256.New()
+	for _, f := range []string{
+		ticketID, strconv.FormatInt(d.At.UnixMilli(), 10), d.Who, d.Via, strconv.FormatBool(d.Verified), d.SourceIdentity, d.Operator,
+		d.Action, string(d.From), string(d.To), d.Reason, d.Receipt.ID, d.Receipt.URL, d.Note,
+	} {
+		// Each field with its length first: no two lists of fields
+		// encode alike.
+		h.Write([]byte(strconv.Itoa(len(f)) + ":" + f + ";"))
+	}
+	return auditProofVersion, hex.EncodeToString(h.Sum(nil))
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/oncecall/oncecall/internal/delivery"
 )
 
 // AdminAPI is the part of the DynamoDB client that Admin uses: the Store's
@@ -44,6 +46,32 @@ type Admin struct {
 	api      AdminAPI
 	table    string
 	pageSize int32
+	prover   Prover
+}
+
+// Prover makes the proof an audit entry carries (auditkms.Key): what only
+// the decision role can make over the decision on the ticket.
+type Prover interface {
+	Prove(ctx context.Context, ticketID string, d delivery.Decision) ([]byte, error)
+}
+
+// WithProver makes every audit entry the Admin writes carry p's proof,
+// made before anything is written: a proof that cannot be made leaves
+// nothing decided. Without it entries carry none.
+func WithProver(p Prover) AdminOption {
+	return func(a *Admin) { a.prover = p }
+}
+
+// prove is the proof of decision d on ticket id, nil without a Prover.
+func (a *Admin) prove(ctx context.Context, id string, d delivery.Decision) ([]byte, error) {
+	if a.prover == nil {
+		return nil, nil
+	}
+	p, err := a.prover.Prove(ctx, id, d)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: nothing decided: the audit entry's proof could not be made: %w", err)
+	}
+	return p, nil
 }
 
 // AdminOption configures an Admin.

@@ -185,6 +185,7 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 				To:      delivery.State(ad.str("to", false)),
 				Receipt: delivery.Receipt{ID: ad.str("dest_id", false), URL: ad.str("dest_url", false)},
 				Note:    ad.str("note", false),
+				Proof:   binaryOf(m.Value[attrProof]),
 			})
 		}
 	}
@@ -501,4 +502,12 @@ func decodeCursor(c string) (map[string]types.AttributeValue, error) {
 		out[k] = strAV(v)
 	}
 	return out, nil
+}
+
+// binaryOf is the bytes of a binary attribute value, nil for any other.
+func binaryOf(v types.AttributeValue) []byte {
+	if b, ok := v.(*types.AttributeValueMemberB); ok {
+		return b.Value
+	}
+	return nil
 }

@@ -76,12 +76,12 @@ func (a *Admin) Reschedule(ctx context.Context, id string, by delivery.Actor, no
 		return errors.New("dynamo: a reschedule needs to know who makes it")
 	}
 	now = now.UTC().Truncate(time.Millisecond)
-	m := map[string]types.AttributeValue{
-		"who": strAV(by.Who), "at": msAV(now), "action": strAV(ActionRecover),
-		"from": strAV(string(delivery.Queued)), "to": strAV(string(delivery.Queued)), "note": strAV(RecoverNote),
+	d := delivery.Decision{Actor: by, At: now, Action: ActionRecover, From: delivery.Queued, To: delivery.Queued, Note: RecoverNote}
+	var err error
+	if d.Proof, err = a.prove(ctx, id, d); err != nil {
+		return err
 	}
-	actorEntry(m, by)
-	entry := &types.AttributeValueMemberM{Value: m}
+	entry := auditEntry(d)
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(a.table), Key: ticketKey(id),
 		ConditionExpression: aws.String(strandedCondition),
@@ -97,7 +97,7 @@ func (a *Admin) Reschedule(ctx context.Context, id string, by delivery.Actor, no
 			":entry": &types.AttributeValueMemberL{Value: []types.AttributeValue{entry}},
 		},
 	}
-	err := a.store.retry(ctx, func() error {
+	err = a.store.retry(ctx, func() error {
 		_, err := a.api.UpdateItem(ctx, in)
 		return err
 	})

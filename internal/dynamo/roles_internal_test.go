@@ -20,7 +20,7 @@ func TestDecisionAttributesCoverEveryDecision(t *testing.T) {
 		{TicketID: "t1", As: SettleNotCreated, Expect: delivery.Uncertain, Actor: delivery.Actor{Who: "a"}},
 		{TicketID: "t1", As: SettleAbandoned, Expect: delivery.Failed, Reason: "r", Actor: delivery.Actor{Who: "a"}},
 	} {
-		in := settleInput("table", s, at, at.Add(time.Hour))
+		in := settleInput("table", s, s.decision(at), at.Add(time.Hour))
 		names := []string{PartitionKey}
 		for _, n := range in.ExpressionAttributeNames {
 			names = append(names, n)

@@ -201,12 +201,16 @@ func (a *Admin) Settle(ctx context.Context, s Settlement) (delivery.Record, erro
 		at = now
 	}
 	at = at.UTC().Truncate(time.Millisecond)
+	decision := s.decision(at)
+	if decision.Proof, err = a.prove(ctx, s.TicketID, decision); err != nil {
+		return delivery.Record{}, err
+	}
 	if s.Keep > 0 {
 		if err := a.keepOperation(ctx, item, at.Add(s.Keep)); err != nil {
 			return delivery.Record{}, fmt.Errorf("dynamo: nothing decided: the operation's expiry could not be extended first (run the same settle again): %w", err)
 		}
 	}
-	in := settleInput(a.table, s, at, now)
+	in := settleInput(a.table, s, decision, now)
 	var out *dynamodb.UpdateItemOutput
 	err = a.store.retry(ctx, func() (err error) {
 		out, err = a.api.UpdateItem(ctx, in)
@@ -320,9 +324,10 @@ func (a *Admin) keepOperation(ctx context.Context, item map[string]types.Attribu
 	return err
 }
 
-// settleInput is the UpdateItem of a settlement made at at, judged at the
-// store's time now.
-func settleInput(table string, s Settlement, at, now time.Time) *dynamodb.UpdateItemInput {
+// settleInput is the UpdateItem of settlement s, audited as decision d
+// (made at d.At), judged at the store's time now.
+func settleInput(table string, s Settlement, d delivery.Decision, now time.Time) *dynamodb.UpdateItemInput {
+	at := d.At
 	names := map[string]string{
 		"#d": attrDelivery, "#lo": attrLeaseOwner, "#lu": attrLeaseUntil, "#dv": attrVersion,
 		"#since": attrSince, "#na": attrNextAt, "#audit": attrAudit, "#reason": attrReason,
@@ -332,7 +337,7 @@ func settleInput(table string, s Settlement, at, now time.Time) *dynamodb.Update
 		":expect": strAV(string(s.Expect)), ":to": strAV(string(s.As.To())), ":now": msAV(at),
 		":none": strAV(""), ":zero": numAV(0), ":one": numAV(1),
 		":empty": &types.AttributeValueMemberL{Value: []types.AttributeValue{}},
-		":entry": &types.AttributeValueMemberL{Value: []types.AttributeValue{auditEntry(s, at)}},
+		":entry": &types.AttributeValueMemberL{Value: []types.AttributeValue{auditEntry(d)}},
 	}
 	// No lease recorded: an attempt that holds one is judged live by its
 	// owner (the worker, whose Finish clears it, or the sweep, which takes
@@ -391,42 +396,39 @@ func settleInput(table string, s Settlement, at, now time.Time) *dynamodb.Update
 	}
 }
 
-// auditEntry is the decision as the item's audit list holds it.
-func auditEntry(s Settlement, at time.Time) types.AttributeValue {
-	m := map[string]types.AttributeValue{
-		"who": strAV(s.Who), "at": msAV(at), "action": strAV(s.As.Action()),
-		"from": strAV(string(s.Expect)), "to": strAV(string(s.As.To())),
-	}
-	actorEntry(m, s.Actor)
-	if s.Reason != "" {
-		m["reason"] = strAV(s.Reason)
-	}
-	if s.Receipt.ID != "" {
-		m["dest_id"] = strAV(s.Receipt.ID)
-	}
-	if s.Receipt.URL != "" {
-		m["dest_url"] = strAV(s.Receipt.URL)
-	}
+// decision is the settlement made at at, as its audit entry records it.
+func (s *Settlement) decision(at time.Time) delivery.Decision {
+	d := delivery.Decision{Actor: s.Actor, At: at, Action: s.As.Action(), Reason: s.Reason, From: s.Expect, To: s.As.To(), Receipt: s.Receipt}
 	if s.As == SettleNotCreated {
-		m["note"] = strAV(NotCreatedNote)
+		d.Note = NotCreatedNote
+	}
+	return d
+}
+
+// auditEntry is decision d as the item's audit list holds it; decodeDelivery
+// reads every field back as it was, so that its proof (d.Proof, when it
+// has one) checks against what is read.
+func auditEntry(d delivery.Decision) types.AttributeValue {
+	m := map[string]types.AttributeValue{
+		"who": strAV(d.Who), "at": msAV(d.At), "action": strAV(d.Action),
+		"from": strAV(string(d.From)), "to": strAV(string(d.To)), "verified": boolAV(d.Verified),
+	}
+	for k, v := range map[string]string{
+		"via": d.Via, "source_identity": d.SourceIdentity, "operator": d.Operator,
+		"reason": d.Reason, "dest_id": d.Receipt.ID, "dest_url": d.Receipt.URL, "note": d.Note,
+	} {
+		if v != "" {
+			m[k] = strAV(v)
+		}
+	}
+	if len(d.Proof) > 0 {
+		m[attrProof] = &types.AttributeValueMemberB{Value: d.Proof}
 	}
 	return &types.AttributeValueMemberM{Value: m}
 }
 
-// actorEntry adds to an audit entry m how its actor was established: via,
-// verified, and the source identity and operator label when known.
-func actorEntry(m map[string]types.AttributeValue, a delivery.Actor) {
-	m["verified"] = boolAV(a.Verified)
-	if a.Via != "" {
-		m["via"] = strAV(a.Via)
-	}
-	if a.SourceIdentity != "" {
-		m["source_identity"] = strAV(a.SourceIdentity)
-	}
-	if a.Operator != "" {
-		m["operator"] = strAV(a.Operator)
-	}
-}
+// attrProof is an audit entry's proof (delivery.Decision.Proof).
+const attrProof = "proof"
 
 // settleRefused explains a failed settlement from the item as it was when
 // the condition failed (read again when the store did not return it). A

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -127,7 +128,7 @@ func TestSettleDelivered(t *testing.T) {
 	// operator's label, each kept apart.
 	want := delivery.Decision{Actor: delivery.Actor{Who: "arn:aws:sts::123456789012:assumed-role/oncecall-settle/alice", Via: "aws_caller_identity", Verified: true, SourceIdentity: "alice", Operator: "on call"}, At: at, Action: "settle.delivered", From: delivery.Uncertain, To: delivery.Delivered,
 		Receipt: delivery.Receipt{ID: "4711", URL: "https://helpdesk.test/agent/tickets/4711"}}
-	if r.Audit[0] != want {
+	if !reflect.DeepEqual(r.Audit[0], want) {
 		t.Errorf("audit entry %+v, want %+v", r.Audit[0], want)
 	}
 	item := o.item(tk.ID)

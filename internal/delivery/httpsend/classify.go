@@ -3,6 +3,7 @@ package httpsend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -146,8 +147,10 @@ func (c *Client) Lookup(ctx context.Context, target, authorization string, ticke
 }
 
 // LookupResult applies the shared rules to the answer to a lookup: a 200
-// whose tickets parse reads Found (the first) or Absent; anything else is
-// Unavailable, with Auth for 401 and 403.
+// whose tickets parse reads Found (one), Absent (none) or Inconsistent
+// (several: the helpdesk's ids in the reason, for a person, never a
+// guess at which one is the ticket); anything else is Unavailable, with
+// Auth for 401 and 403.
 func LookupResult(a Answer, tickets func(Answer) ([]delivery.Receipt, bool)) delivery.Result {
 	r := delivery.Result{Outcome: delivery.Unavailable, Status: a.Status, Code: StatusCode(a.Status),
 		RetryAfter: RetryAfter(a.Header.Get("Retry-After"), time.Now())}
@@ -170,16 +173,36 @@ func LookupResult(a Answer, tickets func(Answer) ([]delivery.Receipt, bool)) del
 		r.Outcome, r.Code = delivery.Absent, CodeAbsent
 		return r
 	}
-	rc, ok := CleanReceipt(found[0], a.Host)
-	if !ok {
-		r.Code = CodeBadAnswer
+	ids := make([]string, len(found))
+	for i, f := range found {
+		rc, ok := CleanReceipt(f, a.Host)
+		if !ok {
+			r.Code = CodeBadAnswer
+			return r
+		}
+		found[i], ids[i] = rc, rc.ID
+	}
+	if len(found) > 1 {
+		r.Outcome, r.Code = delivery.Inconsistent, CodeFoundSeveral
+		r.Reason = SeveralReason(ids)
 		return r
 	}
-	r.Outcome, r.Receipt, r.Code = delivery.Found, rc, CodeFound
-	if len(found) > 1 {
-		r.Code = CodeFoundSeveral
-	}
+	r.Outcome, r.Receipt, r.Code = delivery.Found, found[0], CodeFound
 	return r
+}
+
+// SeveralReason is the reason of a lookup that found the helpdesk's
+// tickets ids carrying one ticket's id as their external id: one of them
+// is the ticket, the others duplicates, and a person decides which
+// (delivery settle). It lists as many ids as delivery.MaxReason holds and
+// says how many more.
+func SeveralReason(ids []string) string {
+	const head, tail = "helpdesk tickets ", " carry this ticket's id as their external id: one is the ticket, the others duplicates"
+	s := head + strings.Join(ids, ", ")
+	for n := len(ids) - 1; len(s)+len(tail) > delivery.MaxReason && n > 0; n-- {
+		s = head + strings.Join(ids[:n], ", ") + fmt.Sprintf(" and %d more", len(ids)-n)
+	}
+	return s + tail
 }
 
 // CleanReceipt checks a receipt read from a destination at host (the

@@ -1,6 +1,7 @@
 package httpsend_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -179,7 +180,7 @@ func TestLookupResult(t *testing.T) {
 	}{
 		{answer(200, "none"), delivery.Absent, "absent", false},
 		{answer(200, "one"), delivery.Found, "found", false},
-		{answer(200, "two"), delivery.Found, "found_several", false},
+		{answer(200, "two"), delivery.Inconsistent, "found_several", false},
 		{answer(200, "junk"), delivery.Unavailable, "bad_answer", false},
 		{answer(200, "badid"), delivery.Unavailable, "bad_answer", false},
 		{answer(200, "hostile"), delivery.Unavailable, "bad_answer", false},
@@ -242,5 +243,21 @@ func TestCheckKey(t *testing.T) {
 		if got != ok || (!ok && (r.Outcome != delivery.Refused || r.Code != "bad_key")) {
 			t.Errorf("CheckKey(%q) = %+v, %v", key, r, got)
 		}
+	}
+}
+
+// TestSeveralReason: the reason of several matches names every id while
+// they fit in delivery.MaxReason, then as many as fit and how many more.
+func TestSeveralReason(t *testing.T) {
+	if got := httpsend.SeveralReason([]string{"11", "12"}); !strings.HasPrefix(got, "helpdesk tickets 11, 12 carry") {
+		t.Errorf("SeveralReason(11, 12) = %q", got)
+	}
+	ids := make([]string, 100)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("ticket-%03d", i)
+	}
+	got := httpsend.SeveralReason(ids)
+	if len(got) > delivery.MaxReason || !strings.Contains(got, "ticket-000, ticket-001") || !strings.Contains(got, " more carry") {
+		t.Errorf("SeveralReason of 100 ids = %q (%d bytes, at most %d)", got, len(got), delivery.MaxReason)
 	}
 }

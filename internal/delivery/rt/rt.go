@@ -346,7 +346,7 @@ func (d *Destination) search(ctx context.Context, key string) (found []match, ba
 		return rcs, ok
 	})
 	switch r.Outcome {
-	case delivery.Found, delivery.Absent:
+	case delivery.Found, delivery.Absent, delivery.Inconsistent:
 		return found, delivery.Result{}
 	}
 	return nil, r

@@ -144,7 +144,7 @@ func TestLookupAnswers(t *testing.T) {
 		{`{"tickets":[{"id":7,"external_id":"ticket-1"}]}`, delivery.Found, "found", "7"},
 		{`{"tickets":[{"id":123456789012345678901234,"external_id":"ticket-1"}]}`, delivery.Found, "found", "123456789012345678901234"},
 		{`{"tickets":[{"id":-7,"external_id":"ticket-1"}]}`, delivery.Unavailable, "bad_answer", ""},
-		{`{"tickets":[{"id":"a","external_id":"ticket-1"},{"id":"b","external_id":"ticket-1"}]}`, delivery.Found, "found_several", "a"},
+		{`{"tickets":[{"id":"a","external_id":"ticket-1"},{"id":"b","external_id":"ticket-1"}]}`, delivery.Inconsistent, "found_several", ""},
 		{`{}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":null}`, delivery.Unavailable, "bad_answer", ""},
 		{`{"tickets":[{"url":"https://hd.example/7","external_id":"ticket-1"}]}`, delivery.Unavailable, "bad_answer", ""},

@@ -349,7 +349,7 @@ func TestLookupAnswers(t *testing.T) {
 	}{
 		{`{"tickets":[],"count":0}`, delivery.Absent, "absent", ""},
 		{`{"tickets":[{"id":35436,"external_id":"t-1","url":"https://x/api/v2/tickets/35436.json"}]}`, delivery.Found, "found", "35436"},
-		{`{"tickets":[{"id":1,"external_id":"t-1"},{"id":2,"external_id":"t-1"}]}`, delivery.Found, "found_several", "1"},
+		{`{"tickets":[{"id":1,"external_id":"t-1"},{"id":2,"external_id":"t-1"}]}`, delivery.Inconsistent, "found_several", ""},
 		{`{"tickets":[{"id":1,"external_id":"other"}]}`, delivery.Unavailable, "bad_answer", ""},
 		// A lookup proves its match: a ticket without our external id, or
 		// with null, is not ours.

@@ -1,8 +1,12 @@
 package perf
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,7 +17,7 @@ import (
 func TestEdgeRules(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer origin.Close()
-	e, err := startEdge(origin.URL+"/callback", 3, time.Hour)
+	e, err := startEdge(origin.URL+"/callback", nil, 3, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,5 +57,55 @@ func TestEdgeRules(t *testing.T) {
 	}
 	if codes[0] != 200 || codes[1] != 200 || codes[2] != http.StatusTooManyRequests {
 		t.Errorf("stage throttle of burst 2: %v, want 200 200 429", codes)
+	}
+}
+
+// TestOriginRequiresTheClientCertificate: the API custom domain's regional
+// endpoint, as the bench models mutual TLS, forwards what the edge sends
+// with its client certificate and refuses in the TLS handshake a caller
+// with none or with one of another authority, before anything behind it
+// sees a request.
+func TestOriginRequiresTheClientCertificate(t *testing.T) {
+	var reached atomic.Int64
+	behind := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	defer behind.Close()
+	o, err := startOrigin(behind.URL + "/callback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	other, err := newAuthority("another CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.issue("stranger", x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withForeign := o.Stranger.Clone()
+	withForeign.Certificates = []tls.Certificate{foreign}
+	send := func(c *tls.Config) error {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: c}}
+		defer client.CloseIdleConnections()
+		res, err := client.Post(o.URL, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return err
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("through the front: %d", res.StatusCode)
+		}
+		return nil
+	}
+	if err := send(o.Client); err != nil || reached.Load() != 1 {
+		t.Fatalf("the edge's certificate: %v, %d requests behind, want 1", err, reached.Load())
+	}
+	for name, c := range map[string]*tls.Config{"no certificate": o.Stranger, "another authority's": withForeign} {
+		if err := send(c); !refusedInHandshake(err) {
+			t.Errorf("%s: %v, want refused in the TLS handshake", name, err)
+		}
+	}
+	if n := reached.Load(); n != 1 {
+		t.Errorf("%d requests reached what is behind the front, want only the edge's", n)
 	}
 }

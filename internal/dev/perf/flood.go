@@ -45,9 +45,10 @@ type FloodScenario struct {
 	Failed, Sent int
 	// FloodAnswered is how many forged requests were answered, and
 	// FloodThrottled how many of them throttled (429) or blocked by the
-	// edge (403), over FloodTime.
-	FloodAnswered, FloodThrottled int64
-	FloodTime                     time.Duration
+	// edge (403), over FloodTime; FloodRefused how many forged connections
+	// the API's regional endpoint refused in the TLS handshake.
+	FloodAnswered, FloodThrottled, FloodRefused int64
+	FloodTime                                   time.Duration
 }
 
 // slotLimit is a handler's limit of concurrent calls, as reserved
@@ -84,7 +85,10 @@ type floodSetup struct {
 	flood               bool
 	// stage applies API Gateway's stage throttle before the slots; edge
 	// puts the edge's per-source rule in front of the legitimate calls
-	// and, unless bypass, of the flood's.
+	// and, unless bypass, of the flood's, and between the edge and the
+	// stage the API custom domain's regional endpoint, which requires the
+	// edge's client certificate (mutual TLS): with bypass the flood is
+	// sent there without one.
 	stage, edge, bypass bool
 	// legitEvery paces the legitimate calls (0: one as soon as the last
 	// is answered).
@@ -107,15 +111,21 @@ func floodRun(ctx context.Context, st *Store, fs floodSetup, n int) (FloodScenar
 	}
 	defer func() { _ = svc.Close() }()
 	legitURL, floodURL := svc.URL, svc.URL
+	floodTransport := &http.Transport{MaxIdleConnsPerHost: FloodClients}
 	if fs.edge {
-		edge, err := startEdge(svc.URL, EdgeSourceLimit, EdgeWindow)
+		origin, err := startOrigin(svc.URL)
+		if err != nil {
+			return sc, err
+		}
+		defer origin.Close()
+		edge, err := startEdge(origin.URL, origin.Client, EdgeSourceLimit, EdgeWindow)
 		if err != nil {
 			return sc, err
 		}
 		defer edge.Close()
-		legitURL = edge.URL
-		if !fs.bypass {
-			floodURL = edge.URL
+		legitURL, floodURL = edge.URL, edge.URL
+		if fs.bypass {
+			floodURL, floodTransport.TLSClientConfig = origin.URL, origin.Stranger
 		}
 	}
 	good, err := nonce.Generate(localdb.DemoHookKey, AIVAXCost)
@@ -155,8 +165,8 @@ func floodRun(ctx context.Context, st *Store, fs floodSetup, n int) (FloodScenar
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var answered, throttled atomic.Int64
-	floodClient := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: FloodClients}}
+	var answered, throttled, refused atomic.Int64
+	floodClient := &http.Client{Timeout: 30 * time.Second, Transport: floodTransport}
 	defer floodClient.CloseIdleConnections()
 	floodStart := time.Now()
 	if fs.flood {
@@ -171,6 +181,10 @@ func floodRun(ctx context.Context, st *Store, fs floodSetup, n int) (FloodScenar
 					default:
 					}
 					code, err := post(floodClient, CreateBody("user-a", fmt.Sprintf("flood-%d-%d", i, j)), forged)
+					if refusedInHandshake(err) {
+						refused.Add(1)
+						continue
+					}
 					if err != nil {
 						continue
 					}
@@ -210,7 +224,7 @@ func floodRun(ctx context.Context, st *Store, fs floodSetup, n int) (FloodScenar
 	close(stop)
 	wg.Wait()
 	sc.FloodTime = time.Since(floodStart)
-	sc.FloodAnswered, sc.FloodThrottled = answered.Load(), throttled.Load()
+	sc.FloodAnswered, sc.FloodThrottled, sc.FloodRefused = answered.Load(), throttled.Load(), refused.Load()
 	if err := st.Prune(ctx, floodTable); err != nil && callErr == nil {
 		callErr = err
 	}
