@@ -15,7 +15,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 )
 
 func main() {

@@ -22,12 +22,12 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/rie"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/rie"
 	"github.com/oncecall/oncecall/internal/stream"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 

@@ -19,18 +19,18 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/doctest"
-	"github.com/oncecall/oncecall/internal/dev/mapping"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/mapping"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/stream"
+	"github.com/oncecall/oncecall/internal/testing/doctest"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // These tests check the delivery part of template.yaml against the code
-// (internal/dev/samtest evaluates the template; functions/callback checks
+// (internal/testing/samtest evaluates the template; functions/callback checks
 // the callback's part).
 
 const (

@@ -11,12 +11,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/oncecall/oncecall/internal/canonjson"
-	"github.com/oncecall/oncecall/internal/dev/jsontest"
-	"github.com/oncecall/oncecall/internal/dev/schematest"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/schema"
+	"github.com/oncecall/oncecall/internal/testing/jsontest"
+	"github.com/oncecall/oncecall/internal/testing/schematest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 

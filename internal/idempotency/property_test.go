@@ -9,10 +9,10 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/oncecall/oncecall/internal/dev/jsontest"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/jsontest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 )
 
 // argValue generates argument values as a model might send them.
