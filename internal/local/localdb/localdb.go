@@ -13,10 +13,12 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/config"
 )
 
 // DefaultAddr is where `make run` serves the store.
-const DefaultAddr = "127.0.0.1:8000"
+const DefaultAddr = config.LocalStoreAddr
 
 // startTimeout bounds how long Start waits for the store to answer.
 const startTimeout = 10 * time.Second
