@@ -362,7 +362,7 @@ func (h *Handler) reject(e *entry, code, message string) protocol.Answer {
 
 // refuse answers a problem found in the request: 200 for what the model can
 // fix, 400 for the envelope.
-func (h *Handler) refuse(e *entry, p *protocol.Problem) protocol.Answer {
+func (h *Handler) refuse(e *entry, p *protocol.RequestError) protocol.Answer {
 	e.outcome, e.code = protocol.StatusRejected, p.Code
 	return protocol.Refuse(p)
 }

@@ -23,7 +23,7 @@ type Store interface {
 	// one not after now) and held by no live lease. It returns the ticket
 	// and the delivery as they were just before the lease; the store has
 	// counted the attempt, set FirstSent if it was unset, and recorded the
-	// lease. When the delivery cannot be leased it returns a *NotLeasable.
+	// lease. When the delivery cannot be leased it returns a *NotLeasableError.
 	// Any other error means that this attempt holds no lease: one that
 	// applied but could not be confirmed (its answer lost past the
 	// store's retries, or the ticket unreadable) has been recognized or
@@ -72,9 +72,9 @@ type Count struct {
 	Earliest time.Time
 }
 
-// NotLeasable is the error Store.Lease returns when the delivery cannot be
+// NotLeasableError is the error Store.Lease returns when the delivery cannot be
 // leased now.
-type NotLeasable struct {
+type NotLeasableError struct {
 	// Found is false when there is no such ticket.
 	Found bool
 	// Record is the delivery as the store holds it; a zero State means
@@ -82,7 +82,7 @@ type NotLeasable struct {
 	Record Record
 }
 
-func (e *NotLeasable) Error() string {
+func (e *NotLeasableError) Error() string {
 	if !e.Found {
 		return "delivery: no such ticket"
 	}
@@ -214,7 +214,7 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 	owner := newOwner()
 	until := start.Add(w.Policy.LeaseFor())
 	t, old, err := w.Store.Lease(ctx, id, owner, start, until)
-	var nl *NotLeasable
+	var nl *NotLeasableError
 	if errors.As(err, &nl) {
 		return w.notLeased(nl, start), nl.Record, nil
 	}
@@ -286,7 +286,7 @@ func takeLease(old Record, owner string, now, until time.Time) Record {
 	return r
 }
 
-func (w *Worker) notLeased(nl *NotLeasable, now time.Time) Report {
+func (w *Worker) notLeased(nl *NotLeasableError, now time.Time) Report {
 	r := nl.Record
 	switch {
 	case !nl.Found || r.State == "" || r.State != Queued:

@@ -354,13 +354,13 @@ func (s *Store) notLeasable(ctx context.Context, item map[string]types.Attribute
 		item = got
 	}
 	if len(item) == 0 {
-		return &delivery.NotLeasable{}
+		return &delivery.NotLeasableError{}
 	}
 	r, err := decodeDelivery(item)
 	if err != nil {
 		return err
 	}
-	nl := &delivery.NotLeasable{Found: true}
+	nl := &delivery.NotLeasableError{Found: true}
 	if r != nil {
 		nl.Record = *r
 	}

@@ -203,7 +203,7 @@ func TestSettleAbandoned(t *testing.T) {
 		t.Errorf("abandoned, then delivered: %+v, %v", r, err)
 	}
 	// The worker never takes an abandoned or delivered ticket.
-	var nl *delivery.NotLeasable
+	var nl *delivery.NotLeasableError
 	if _, _, err := o.store.Lease(context.Background(), tk.ID, "w", t1.Add(3*time.Hour), t1.Add(4*time.Hour)); !errors.As(err, &nl) {
 		t.Errorf("Lease of a settled ticket: %v", err)
 	}
@@ -245,7 +245,7 @@ func TestSettleRefusalsWriteNothing(t *testing.T) {
 			before := o.env.Items(t, "ticket")
 			tc.s.Who, tc.s.At = "alice", t1.Add(10*time.Minute)
 			_, err := o.admin.Settle(ctx, tc.s)
-			var sc *dynamo.SettleConflict
+			var sc *dynamo.SettleConflictError
 			switch {
 			case tc.err != nil && !errors.Is(err, tc.err):
 				t.Errorf("err = %v, want %v", err, tc.err)

@@ -74,7 +74,7 @@ func BaseURL(r *http.Request) string {
 // ServeHTTP routes POST /callback, GET /functions and POST /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.OriginToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(EdgeHeader)), []byte(s.OriginToken)) != 1 {
-		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusForbidden, Code: CodeEdgeOnly,
+		write(w, protocol.Refuse(&protocol.RequestError{Status: http.StatusForbidden, Code: CodeEdgeOnly,
 			Message: "this API is served through its edge only: call the stack's EdgeCallbackUrl and EdgeFunctionSourceUrl"}))
 		return
 	}
@@ -89,7 +89,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Read one byte past the limit so that Decode can say how it was exceeded.
 		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
 		if err != nil {
-			write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
+			write(w, protocol.Refuse(&protocol.RequestError{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
 				Message: "the request body could not be read: " + err.Error()}))
 			return
 		}
@@ -114,7 +114,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		s.MCP.ServeHTTP(w, r.WithContext(ctx))
 	default:
-		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
+		write(w, protocol.Refuse(&protocol.RequestError{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
 			Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath}))
 	}
 }
@@ -129,7 +129,7 @@ func nonce(h http.Header) string {
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusMethodNotAllowed, Code: protocol.CodeMethodNotAllowed,
+	write(w, protocol.Refuse(&protocol.RequestError{Status: http.StatusMethodNotAllowed, Code: protocol.CodeMethodNotAllowed,
 		Message: "use " + allow}))
 }
 

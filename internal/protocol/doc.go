@@ -6,7 +6,7 @@
 // the HTTP callback, API Gateway and the MCP door's tools/call all return).
 //
 // Decode reads a callback body strictly. Problems with the envelope, which
-// only the application or AIVAX can fix, are reported as *Problem values with
+// only the application or AIVAX can fix, are reported as *RequestError values with
 // HTTP status 400; problems inside function.content, which the model wrote and
 // can correct, are reported with status 200 so that the model sees them.
 package protocol

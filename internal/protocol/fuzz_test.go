@@ -52,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-func checkProblem(t *testing.T, body []byte, p *protocol.Problem) {
+func checkProblem(t *testing.T, body []byte, p *protocol.RequestError) {
 	t.Helper()
 	switch {
 	case p.Status == http.StatusBadRequest && p.Code == protocol.CodeInvalidRequest:

@@ -86,7 +86,7 @@ func TestAnswers(t *testing.T) {
 	for name, a := range map[string]Answer{
 		"reject": Reject("c", "m"), "unauthorized": Unauthorized("c", "m"), "forbidden": Forbidden("c", "m"),
 		"busy": Busy(), "in progress": InProgress(), "internal": Internal(),
-		"refuse 400": Refuse(&Problem{Status: 400, Code: "c", Message: "m"}),
+		"refuse 400": Refuse(&RequestError{Status: 400, Code: "c", Message: "m"}),
 	} {
 		if len(a.Body) == 0 || a.Body[0] != '{' {
 			t.Errorf("%s: body %q", name, a.Body)
