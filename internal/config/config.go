@@ -208,7 +208,7 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 				EnvHookKeySecret, k.name, EnvEndpoint)
 		default:
 			if err := nonce.CheckKey(k.key, c.Local); err != nil {
-				bad(k.name, "%v", err)
+				errs = append(errs, fmt.Errorf("%s: %w", k.name, err))
 			}
 		}
 	}
