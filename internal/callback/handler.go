@@ -360,9 +360,13 @@ func (h *Handler) reject(e *entry, code, message string) protocol.Answer {
 	return protocol.Reject(code, message)
 }
 
-// refuse answers a problem found in the request: 200 for what the model can
-// fix, 400 for the envelope.
-func (h *Handler) refuse(e *entry, p *protocol.RequestError) protocol.Answer {
+// refuse answers a problem found in the request, a *protocol.RequestError:
+// 200 for what the model can fix, 400 for the envelope.
+func (h *Handler) refuse(e *entry, err error) protocol.Answer {
+	var p *protocol.RequestError
+	if !errors.As(err, &p) {
+		return h.fail(e, err)
+	}
 	e.outcome, e.code = protocol.StatusRejected, p.Code
 	return protocol.Refuse(p)
 }

@@ -43,8 +43,9 @@ type Request struct {
 	Moment time.Time
 }
 
-// RequestError is a refusal with the HTTP status, a stable code and a message that
-// says what to fix.
+// RequestError is a request refused: the HTTP status, a stable code and a
+// message that says what to fix. Decode's and CheckRequestID's errors are
+// *RequestError values (errors.As finds them); Refuse answers one.
 type RequestError struct {
 	Status  int
 	Code    string
@@ -73,9 +74,10 @@ func arguments(format string, args ...any) *RequestError {
 
 const contentPath = "function.content"
 
-// Decode parses and checks a callback body. It returns a *RequestError for every
-// body it refuses.
-func Decode(body []byte) (*Request, *RequestError) {
+// Decode parses and checks a callback body. The error of a body it
+// refuses is a *RequestError; it is nil, as an error, for a body it
+// accepts.
+func Decode(body []byte) (*Request, error) {
 	if len(body) > MaxBodyBytes {
 		// Transports read at most one byte past the limit, so the true size
 		// is unknown here: say only that it is over.
