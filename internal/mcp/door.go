@@ -113,8 +113,10 @@ var Door = callback.Door{
 type exchange struct {
 	// ctx is the HTTP request's context. The SDK hands its handlers a
 	// context with the request's values but not its deadline or
-	// cancellation; the pipeline runs under this one, as through the
-	// callback.
+	// cancellation (it detaches it), so the request's own context crosses
+	// the SDK here, the one context a struct of oncecall holds: an
+	// exchange lives exactly as long as its request, as an http.Request
+	// does. The pipeline runs under it, as through the callback.
 	ctx context.Context
 	// nonce is the X-Request-Nonce header, for hosts that send it there.
 	nonce string
