@@ -549,7 +549,7 @@ func created(t *testing.T, env *dynamotest.Env, u identity.User, key, requestID,
 	}
 	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Cannot sign in", Description: description,
 		Priority: "normal", CreatedAt: at, OperationKey: key, RequestID: requestID}
-	if existing, err := dynamo.New(env.Client, env.Table).Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
+	if existing, taken, err := dynamo.New(env.Client, env.Table).Create(context.Background(), rec, tk, nil); err != nil || taken {
 		t.Fatalf("Create = %v, %v", existing, err)
 	}
 	return tk

@@ -141,7 +141,7 @@ func sampleTicket(t *testing.T, m manifest, client *dynamodb.Client, created tim
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store := dynamo.New(client, testTable, dynamo.WithClock(func() time.Time { return created }))
-	if existing, err := store.Create(ctx, rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := store.Create(ctx, rec, tk, out); err != nil || taken {
 		t.Fatalf("create the sample ticket: %v %v", existing, err)
 	}
 	return getItem(t, client, "ticket#"+mt.ID)

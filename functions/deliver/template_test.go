@@ -411,7 +411,7 @@ func TestTemplateStreamFilterSelectsQueuedTickets(t *testing.T) {
 	create := func(id, request string, out *delivery.Record) (opKey string) {
 		t.Helper()
 		rec, tk := sampleOperation(id, request, now)
-		if existing, err := store.Create(ctx, rec, tk, out); err != nil || existing != nil {
+		if existing, taken, err := store.Create(ctx, rec, tk, out); err != nil || taken {
 			t.Fatalf("create %s: %v %v", id, existing, err)
 		}
 		return rec.Key

@@ -26,15 +26,16 @@ type Store interface {
 	// read, or returns identity.ErrUnknown. Every call reads its user so,
 	// once, while its nonce is verified.
 	LoadUser(ctx context.Context, externalID string) (identity.User, error)
-	// Create claims rec and writes t atomically. It returns (nil, nil)
-	// when it wrote both, the live record that holds the key when the key
-	// is taken, or idempotency.ErrBusy or another error when it wrote
-	// nothing. The user's right to the call is the Handler's to check,
-	// from the record LoadUser read, before it calls Create.
+	// Create claims rec and writes t atomically. taken is false when it
+	// wrote both; true when the key is taken, holder being the live
+	// record that holds it, and nothing was written. An error
+	// (idempotency.ErrBusy or another) means it wrote nothing. The user's
+	// right to the call is the Handler's to check, from the record
+	// LoadUser read, before it calls Create.
 	//
 	// out, when not nil, is the ticket's delivery (the outbox record),
 	// written on the ticket item itself.
-	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error)
+	Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (holder idempotency.Record, taken bool, err error)
 	// ReadTicket reads a ticket with a strongly consistent read. The
 	// ticket is nil when absent, its delivery nil when it has none.
 	ReadTicket(ctx context.Context, ticketID string) (*ticket.Ticket, *delivery.Record, error)
@@ -593,11 +594,11 @@ func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *s
 	}
 
 	out := h.queued(key.ID, t.ID, now)
-	existing, err := h.Store.Create(ctx, rec, t, out)
+	existing, taken, err := h.Store.Create(ctx, rec, t, out)
 	switch {
 	case err != nil:
 		return h.fail(e, err)
-	case existing == nil:
+	case !taken:
 		e.outcome = protocol.StatusCreated
 		if out != nil {
 			if d := h.Outbox.Committed(ctx, t.ID); d != nil {
@@ -607,7 +608,7 @@ func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *s
 		return protocol.Answer{Status: http.StatusOK, Body: withFlag(withDelivery(stored, out, h.Now()), false)}
 	}
 
-	switch idempotency.Replay(existing, user.ExternalID, key.Fingerprint) {
+	switch idempotency.Replay(&existing, user.ExternalID, key.Fingerprint) {
 	case idempotency.Conflict:
 		return h.deny(e, http.StatusForbidden, "request_id_conflict", "This request_id already belongs to another user's operation.")
 	case idempotency.InProgress:

@@ -152,7 +152,7 @@ func (r *rig) ticket() string {
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "Printer", Priority: "normal", CreatedAt: now, OperationKey: key, RequestID: "r-" + id}
 	q := delivery.NewQueued("script", delivery.Key(key, id), now)
 	out := &q
-	if existing, err := r.store.Create(context.Background(), rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := r.store.Create(context.Background(), rec, tk, out); err != nil || taken {
 		r.t.Fatalf("create: %v %v", existing, err)
 	}
 	return id

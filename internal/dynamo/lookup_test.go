@@ -47,7 +47,7 @@ func created(t *testing.T, store *dynamo.Store, u identity.User, key, requestID 
 	}
 	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "t " + key, Priority: "normal",
 		CreatedAt: at, OperationKey: key, RequestID: requestID}
-	if existing, err := store.Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
+	if existing, taken, err := store.Create(context.Background(), rec, tk, nil); err != nil || taken {
 		t.Fatalf("Create %s = %v, %v", key, existing, err)
 	}
 	return tk

@@ -54,7 +54,7 @@ func (o *outbox) ticket(u identity.User, requestID string, at time.Time) ticket.
 	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Printer on fire", Priority: "high",
 		CreatedAt: at, OperationKey: key, RequestID: requestID}
 	out := &delivery.Record{State: delivery.Queued, Destination: "webhook", Key: delivery.Key(key, id), Since: at, Version: 1}
-	if existing, err := o.store.Create(context.Background(), rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := o.store.Create(context.Background(), rec, tk, out); err != nil || taken {
 		o.t.Fatalf("Create = %v, %v", existing, err)
 	}
 	return tk

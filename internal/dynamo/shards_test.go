@@ -79,7 +79,7 @@ func (o *outbox) retries(n int, at time.Time, next func(i int) time.Time) []stri
 			}
 			tk := ticket.Ticket{ID: id, Tenant: alice.Tenant, UserID: alice.ExternalID, Title: "Printer on fire", Priority: "high", CreatedAt: at, OperationKey: key}
 			out := &delivery.Record{State: delivery.Queued, Destination: "webhook", Key: delivery.Key(key, id), Since: at, Version: 1}
-			if _, err := o.store.Create(ctx, rec, tk, out); err != nil {
+			if _, _, err := o.store.Create(ctx, rec, tk, out); err != nil {
 				errs <- err
 				return
 			}

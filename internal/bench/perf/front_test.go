@@ -38,16 +38,16 @@ func TestFrontCountsAndReturnsOldItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	claim := func() (*idempotency.Record, error) {
+	claim := func() (idempotency.Record, bool, error) {
 		rec, tk := floorCall("k", now)
 		return store.Create(ctx, rec, tk, nil)
 	}
 	before := st.Front.Counts()
-	if existing, err := claim(); err != nil || existing != nil {
+	if existing, taken, err := claim(); err != nil || taken {
 		t.Fatalf("first claim: %v %v", existing, err)
 	}
-	existing, err := claim()
-	if err != nil || existing == nil || existing.State != idempotency.Completed {
+	existing, taken, err := claim()
+	if err != nil || !taken || existing.State != idempotency.Completed {
 		t.Fatalf("second claim: %+v %v", existing, err)
 	}
 	got := st.Front.Counts().Since(before, "front-test")
@@ -94,7 +94,7 @@ func TestFrontSumsCapacityAndAsksForIt(t *testing.T) {
 	now := time.Now()
 	rec, tk := floorCall("k", now)
 	before := st.Front.Capacity()
-	if existing, err := store.Create(ctx, rec, tk, nil); err != nil || existing != nil {
+	if existing, taken, err := store.Create(ctx, rec, tk, nil); err != nil || taken {
 		t.Fatalf("first claim: %v %v", existing, err)
 	}
 	created := st.Front.Capacity().Since(before, table)["TransactWriteItems"]
@@ -103,7 +103,7 @@ func TestFrontSumsCapacityAndAsksForIt(t *testing.T) {
 	}
 	before = st.Front.Capacity()
 	rec, tk = floorCall("k", now)
-	if existing, err := store.Create(ctx, rec, tk, nil); err != nil || existing == nil {
+	if existing, taken, err := store.Create(ctx, rec, tk, nil); err != nil || !taken {
 		t.Fatalf("second claim: %v %v", existing, err)
 	}
 	replay := st.Front.Capacity().Since(before, table)["TransactWriteItems"]

@@ -91,7 +91,7 @@ func (r *e2eRig) ticket() (id, key string) {
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "Printer on fire", Description: "It <b>burns</b>.",
 		Priority: "high", CreatedAt: now, OperationKey: op, RequestID: "r-" + id}
 	q := delivery.NewQueued(rt.Name, delivery.Key(op, id), now)
-	if existing, err := r.store.Create(context.Background(), rec, tk, &q); err != nil || existing != nil {
+	if existing, taken, err := r.store.Create(context.Background(), rec, tk, &q); err != nil || taken {
 		r.t.Fatalf("create: %v %v", existing, err)
 	}
 	return id, q.Key

@@ -281,7 +281,7 @@ func TestRecordDeliveredTwiceMakesOneCreate(t *testing.T) {
 		Fingerprint: "fp", TicketID: id, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "Printer", Priority: "normal", CreatedAt: now, OperationKey: key, RequestID: "r-" + id}
 	out := &delivery.Record{State: delivery.Queued, Destination: webhook.Name, Key: delivery.Key(key, id), Since: now, Version: 1}
-	if existing, err := store.Create(context.Background(), rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := store.Create(context.Background(), rec, tk, out); err != nil || taken {
 		t.Fatalf("create: %v %v", existing, err)
 	}
 	waitFor(t, "the record twice", func() bool { c, _ := iv.snapshot(); return len(c) >= 2 })
