@@ -122,7 +122,7 @@ func sampleTicket(t *testing.T, m manifest, client *dynamodb.Client, created tim
 	if len(v) > 0 {
 		t.Fatalf("the manifest's ticket is not valid create_ticket arguments: %v", v)
 	}
-	key, err := idempotency.Derive(idempotency.PolicyArguments, mt.Tenant, mt.RequestID, ticket.CreateName, args)
+	key, err := idempotency.Derive(idempotency.PolicyArguments, idempotency.Operation{Tenant: mt.Tenant, RequestID: mt.RequestID, Function: ticket.CreateName, Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}

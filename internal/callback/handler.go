@@ -573,7 +573,7 @@ func (h *Handler) create(ctx context.Context, c Call, args map[string]any, fn *s
 	}
 	pol := h.Policies.For(fn.Name)
 	h.debug(ctx, "key policy", slog.String("function", fn.Name), slog.String("policy", string(pol)))
-	key, err := idempotency.Derive(pol, user.Tenant, rid, fn.Name, args)
+	key, err := idempotency.Derive(pol, idempotency.Operation{Tenant: user.Tenant, RequestID: rid, Function: fn.Name, Arguments: args})
 	if err != nil {
 		return h.fail(e, err)
 	}

@@ -141,7 +141,7 @@ func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
 	if len(v) > 0 {
 		b.Fatal(v)
 	}
-	key, err := idempotency.Derive(idempotency.PolicyArguments, "tenant-a", "req-7d2c9b1e", ticket.CreateName, args)
+	key, err := idempotency.Derive(idempotency.PolicyArguments, idempotency.Operation{Tenant: "tenant-a", RequestID: "req-7d2c9b1e", Function: ticket.CreateName, Arguments: args})
 	if err != nil {
 		b.Fatal(err)
 	}

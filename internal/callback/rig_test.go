@@ -234,7 +234,7 @@ func opKey(t testing.TB, pol idempotency.Policy, tenant, requestID, args string)
 	if len(v) > 0 {
 		t.Fatalf("arguments %s: %v", args, v)
 	}
-	key, err := idempotency.Derive(pol, tenant, requestID, ticket.CreateName, norm)
+	key, err := idempotency.Derive(pol, idempotency.Operation{Tenant: tenant, RequestID: requestID, Function: ticket.CreateName, Arguments: norm})
 	if err != nil {
 		t.Fatal(err)
 	}

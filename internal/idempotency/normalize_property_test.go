@@ -186,7 +186,7 @@ func keyOf(t *rapid.T, f *schema.Function, pol idempotency.Policy, body []byte) 
 	if len(v) > 0 {
 		t.Fatalf("Normalize(%s): %v", body, v)
 	}
-	k, err := idempotency.Derive(pol, "tenant-a", "r-1", f.Name, args)
+	k, err := idempotency.Derive(pol, idempotency.Operation{Tenant: "tenant-a", RequestID: "r-1", Function: f.Name, Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func TestPropertyKeyIgnoresMemberOrder(t *testing.T) {
 			if p != nil {
 				t.Fatalf("RequestID of %s: %v", b, p)
 			}
-			k, err := idempotency.Derive(pol, "tenant-a", rid, req.Function, req.Arguments)
+			k, err := idempotency.Derive(pol, idempotency.Operation{Tenant: "tenant-a", RequestID: rid, Function: req.Function, Arguments: req.Arguments})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -213,7 +213,7 @@ func heapCall(ctx context.Context, send heapSender, admin *dynamodb.Client, svc 
 	if len(v) > 0 {
 		return "", fmt.Errorf("heap run: invalid arguments: %v", v)
 	}
-	key, err := idempotency.Derive(idempotency.PolicyArguments, u.tenant, rid, ticket.CreateName, args)
+	key, err := idempotency.Derive(idempotency.PolicyArguments, idempotency.Operation{Tenant: u.tenant, RequestID: rid, Function: ticket.CreateName, Arguments: args})
 	if err != nil {
 		return "", err
 	}
