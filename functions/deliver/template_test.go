@@ -451,7 +451,7 @@ func TestTemplateStreamFilterSelectsQueuedTickets(t *testing.T) {
 
 	// The worker leases the ticket (a MODIFY still "queued") and records
 	// it delivered (a MODIFY, "delivered"): neither invokes the worker.
-	_, rec, err := store.Lease(ctx, "00000000-0000-4000-8000-0000000000a1", "owner-1", now, now.Add(time.Minute))
+	_, rec, err := store.Lease(ctx, "00000000-0000-4000-8000-0000000000a1", delivery.Lease{Owner: "owner-1", From: now, Until: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -451,7 +451,7 @@ func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 		r := newRig(t, c.caps)
 		r.dest.creates, r.dest.lookups = c.creates, c.lookups
 		id := r.ticket()
-		tk, d, err := r.store.Lease(context.Background(), id, "dead-worker", t0, t0.Add(policy.LeaseFor()))
+		tk, d, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "dead-worker", From: t0, Until: t0.Add(policy.LeaseFor())})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -517,7 +517,7 @@ func TestHeldDeliveryIsDeferredToTheSweep(t *testing.T) {
 	r.dest.creates = []delivery.Result{created}
 	id := r.ticket()
 	until := t0.Add(policy.LeaseFor())
-	if _, _, err := r.store.Lease(context.Background(), id, "other", t0, until); err != nil {
+	if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "other", From: t0, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -550,7 +550,7 @@ func TestHeldDeliveryIsDeferredAtOnce(t *testing.T) {
 	r := newRig(t, dedup)
 	id := r.ticket()
 	until := t0.Add(policy.LeaseFor())
-	if _, _, err := r.store.Lease(context.Background(), id, "other", t0, until); err != nil {
+	if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "other", From: t0, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan delivery.Report, 1)

@@ -207,7 +207,8 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 // that the worker's role can limit its UpdateItem to the delivery's own
 // attributes (dynamodb:Attributes): a request for ALL_OLD needs all of the
 // item's.
-func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, delivery.Record, error) {
+func (s *Store) Lease(ctx context.Context, id string, l delivery.Lease) (ticket.Ticket, delivery.Record, error) {
+	owner, now, until := l.Owner, l.From, l.Until
 	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table,
 		Key:       ticketKey(id),

@@ -65,7 +65,7 @@ func (o *outbox) ticket(u identity.User, requestID string, at time.Time) ticket.
 func (o *outbox) move(id string, s delivery.State, at time.Time) delivery.Record {
 	o.t.Helper()
 	ctx := context.Background()
-	_, r, err := o.store.Lease(ctx, id, "w-"+id[:4], at, at.Add(30*time.Second))
+	_, r, err := o.store.Lease(ctx, id, delivery.Lease{Owner: "w-" + id[:4], From: at, Until: at.Add(30 * time.Second)})
 	if err != nil {
 		o.t.Fatalf("Lease: %v", err)
 	}
@@ -172,7 +172,7 @@ func TestSettleNotCreatedQueuesAgainWithTheSameKey(t *testing.T) {
 	if err != nil || !slices.Contains(ids, tk.ID) {
 		t.Errorf("Due = %v, %v; want the ticket", ids, err)
 	}
-	if _, got, err := o.store.Lease(context.Background(), tk.ID, "w2", at, at.Add(time.Minute)); err != nil || got.Attempts != 0 {
+	if _, got, err := o.store.Lease(context.Background(), tk.ID, delivery.Lease{Owner: "w2", From: at, Until: at.Add(time.Minute)}); err != nil || got.Attempts != 0 {
 		t.Errorf("Lease after not-created: %+v, %v", got, err)
 	}
 }
@@ -204,7 +204,7 @@ func TestSettleAbandoned(t *testing.T) {
 	}
 	// The worker never takes an abandoned or delivered ticket.
 	var nl *delivery.NotLeasableError
-	if _, _, err := o.store.Lease(context.Background(), tk.ID, "w", t1.Add(3*time.Hour), t1.Add(4*time.Hour)); !errors.As(err, &nl) {
+	if _, _, err := o.store.Lease(context.Background(), tk.ID, delivery.Lease{Owner: "w", From: t1.Add(3 * time.Hour), Until: t1.Add(4 * time.Hour)}); !errors.As(err, &nl) {
 		t.Errorf("Lease of a settled ticket: %v", err)
 	}
 }
@@ -218,7 +218,7 @@ func TestSettleRefusalsWriteNothing(t *testing.T) {
 	u := o.move(uncertain.ID, delivery.Uncertain, t1.Add(time.Minute))
 	leased := o.ticket(alice, "r-5", t1)
 	leaseUntil := t1.Add(time.Hour)
-	if _, _, err := o.store.Lease(ctx, leased.ID, "w-live", t1, leaseUntil); err != nil {
+	if _, _, err := o.store.Lease(ctx, leased.ID, delivery.Lease{Owner: "w-live", From: t1, Until: leaseUntil}); err != nil {
 		t.Fatal(err)
 	}
 	delivered := o.ticket(alice, "r-6", t1)

@@ -84,7 +84,7 @@ func (o *outbox) retries(n int, at time.Time, next func(i int) time.Time) []stri
 				return
 			}
 			owner := "w-" + id[:8]
-			_, r, err := o.store.Lease(ctx, id, owner, at, at.Add(30*time.Second))
+			_, r, err := o.store.Lease(ctx, id, delivery.Lease{Owner: owner, From: at, Until: at.Add(30 * time.Second)})
 			if err != nil {
 				errs <- err
 				return
