@@ -8,6 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -299,4 +302,66 @@ func TestNoTrackerReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// requestPath is the code a call runs from a door to the transaction and
+// back: the callback function, the transports and the MCP door, the
+// callback flow, the contract and the domain, and the store.
+var requestPath = []string{
+	"functions/callback",
+	"internal/apigw", "internal/httpapi", "internal/mcp",
+	"internal/callback",
+	"internal/canonjson", "internal/nonce", "internal/protocol",
+	"internal/schema", "internal/ticket", "internal/identity", "internal/idempotency",
+	"internal/dynamo",
+}
+
+// maxParams bounds the parameters of a function of the request path,
+// receivers not counted: what a step needs beyond that travels as one
+// value (the call, an operation, a lease).
+const maxParams = 4
+
+// TestRequestPathTakesFewParameters: no signature in the request path's
+// shipped files (a function, a method, a function literal, an interface's
+// method, a function type) takes more than maxParams parameters.
+func TestRequestPathTakesFewParameters(t *testing.T) {
+	fset := token.NewFileSet()
+	signatures := 0
+	for _, dir := range requestPath {
+		files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if ft, ok := n.(*ast.FuncType); ok {
+					signatures++
+					if c := params(ft); c > maxParams {
+						t.Errorf("%s: a signature with %d parameters; at most %d on the request path", fset.Position(ft.Params.Pos()), c, maxParams)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if signatures < 300 {
+		t.Fatalf("found %d signatures on the request path: the walk is broken", signatures)
+	}
+}
+
+// params counts a signature's parameters, each name once (a, b int is
+// two), a variadic one as one.
+func params(ft *ast.FuncType) int {
+	n := 0
+	for _, f := range ft.Params.List {
+		n += max(1, len(f.Names))
+	}
+	return n
 }
