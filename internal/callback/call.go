@@ -58,7 +58,12 @@ type entry struct {
 
 // begin starts a call that came by door d.
 func (h *Handler) begin(d Door) *call {
-	return &call{h: h, door: d, msg: d.Name, start: h.Now()}
+	return &call{
+		h:     h,
+		door:  d,
+		msg:   d.Name,
+		start: h.Now(),
+	}
 }
 
 // callback runs a callback's request: the nonce's checks that take no

@@ -250,7 +250,12 @@ type Note struct {
 // Note records a request a door answered without running a call: the same
 // log line and metric as a call's.
 func (h *Handler) Note(ctx context.Context, n Note) {
-	c := &call{h: h, door: n.Door, msg: n.Door.Name, start: n.Start}
-	c.log = entry{method: n.Method, outcome: n.Outcome, code: n.Code}
+	c := &call{
+		h:     h,
+		door:  n.Door,
+		msg:   n.Door.Name,
+		start: n.Start,
+		log:   entry{method: n.Method, outcome: n.Outcome, code: n.Code},
+	}
 	c.finish(ctx, protocol.Answer{Status: n.Status})
 }

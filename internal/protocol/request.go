@@ -81,8 +81,11 @@ func Decode(body []byte) (*Request, error) {
 	if len(body) > MaxBodyBytes {
 		// Transports read at most one byte past the limit, so the true size
 		// is unknown here: say only that it is over.
-		return nil, &RequestError{Status: http.StatusOK, Code: CodeTooLarge, Message: fmt.Sprintf(
-			"the request body is longer than the limit of %d bytes. Send shorter arguments.", MaxBodyBytes)}
+		return nil, &RequestError{
+			Status:  http.StatusOK,
+			Code:    CodeTooLarge,
+			Message: fmt.Sprintf("the request body is longer than the limit of %d bytes. Send shorter arguments.", MaxBodyBytes),
+		}
 	}
 	doc, err := canonjson.Parse(body, canonjson.Limits{
 		MaxDepth:        MaxDepth,
@@ -93,8 +96,11 @@ func Decode(body []byte) (*Request, error) {
 		var se *canonjson.Error
 		if errors.As(err, &se) && (se.Path == contentPath || strings.HasPrefix(se.Path, contentPath+".") || strings.HasPrefix(se.Path, contentPath+"[")) {
 			if errors.Is(err, canonjson.ErrTooLong) {
-				return nil, &RequestError{Status: http.StatusOK, Code: CodeTooLarge, Message: fmt.Sprintf(
-					"a string in %s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipMiddle(se.Path), MaxStringBytes)}
+				return nil, &RequestError{
+					Status:  http.StatusOK,
+					Code:    CodeTooLarge,
+					Message: fmt.Sprintf("a string in %s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipMiddle(se.Path), MaxStringBytes),
+				}
 			}
 			return nil, arguments("the arguments are not valid: %s. Send function arguments as one JSON object with unique member names.", clipMiddle(se.Error()))
 		}
