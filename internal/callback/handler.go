@@ -166,8 +166,9 @@ type Call struct {
 	Moment time.Time
 }
 
-// Door says where a door carries each field of a Call, so that a refusal
-// names the field as that caller sent it.
+// Door is a door: a way AIVAX reaches oncecall (the Protocol Function
+// callback, the MCP server). It says where the door carries each field of
+// a Call, so that a refusal names the field as that caller sent it.
 type Door struct {
 	// Name is the message of the call's log line: "callback", "mcp".
 	Name string
