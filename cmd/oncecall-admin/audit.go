@@ -18,7 +18,7 @@ const (
 	// stack's AuditKeyArn output.
 	envAuditKey = "ONCECALL_AUDIT_KEY"
 	// envKMSEndpoint names, off AWS, a KMS-compatible server to make and
-	// check proofs with (a local one: internal/dev/localkms).
+	// check proofs with (a local one: internal/local/localkms).
 	envKMSEndpoint = "ONCECALL_KMS_ENDPOINT"
 )
 

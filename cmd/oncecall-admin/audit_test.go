@@ -15,9 +15,9 @@ import (
 
 	"github.com/oncecall/oncecall/internal/auditkms"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localkms"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/localkms"
 )
 
 // auditOf is what find -json says of the audit of ticket id.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/nonce"
 )
@@ -180,7 +179,7 @@ func nonceCmd(fs *flag.FlagSet) action {
 				k = s.tool.getenv(config.EnvHookKey)
 			}
 			if k == "" {
-				k = localdb.DemoHookKey
+				k = nonce.DemoKey
 			}
 			if len(k) > nonce.MaxKeyBytes {
 				return usageError("%s is longer than %d bytes", config.EnvHookKey, nonce.MaxKeyBytes)

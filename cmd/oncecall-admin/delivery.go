@@ -426,7 +426,7 @@ func deliverySettle(fs *flag.FlagSet) action {
 				Keep: settleKeep(settleAs[*as], *keep),
 			}
 			rec, err := s.admin.Settle(ctx, st)
-			var sc *dynamo.SettleConflict
+			var sc *dynamo.SettleConflictError
 			switch {
 			case errors.Is(err, dynamo.ErrNoTicket):
 				return notFound("no ticket %s at %s; nothing written", *id, s.target)
@@ -480,7 +480,7 @@ func checkURL(v string) error {
 
 // settleRefusal says why a settlement was refused: what the delivery is
 // now and who or what moved it there.
-func settleRefusal(st dynamo.Settlement, c *dynamo.SettleConflict) string {
+func settleRefusal(st dynamo.Settlement, c *dynamo.SettleConflictError) string {
 	cur := c.Current
 	again := fmt.Sprintf("Nothing written; look again (oncecall-admin find -ticket %s) and settle what you see", st.TicketID)
 	switch {

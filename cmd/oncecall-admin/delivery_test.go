@@ -23,14 +23,14 @@ import (
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -236,7 +236,7 @@ func TestFindShowsTheDelivery(t *testing.T) {
 	// A live lease is reported in_progress, with its end.
 	leased := d.create("user-a", "req-leased", "Leased")
 	until := time.Now().Add(time.Minute)
-	if _, _, err := d.store.Lease(context.Background(), leased, "w-test", time.Now(), until); err != nil {
+	if _, _, err := d.store.Lease(context.Background(), leased, delivery.Lease{Owner: "w-test", From: time.Now(), Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	dv = d.find("-ticket", leased).Matches[0].Delivery
@@ -525,7 +525,7 @@ func TestSettleRefusalsChangeNothing(t *testing.T) {
 	d.attempt(delivered, nil)
 	leased := d.create("user-a", "req-r-3", "Leased")
 	until := time.Now().Add(time.Minute)
-	if _, _, err := d.store.Lease(context.Background(), leased, "w-test", time.Now(), until); err != nil {
+	if _, _, err := d.store.Lease(context.Background(), leased, delivery.Lease{Owner: "w-test", From: time.Now(), Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	plain := created(t, d.env, localdb.DemoUsers[0], strings.Repeat("d", 64), "req-r-4", "", time.Now())

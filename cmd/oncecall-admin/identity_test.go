@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
 )
 
 // fakeSTS answers GetCallerIdentity as STS would for one set of

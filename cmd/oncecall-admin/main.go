@@ -15,7 +15,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/config"
 )
 
 func main() {
@@ -23,7 +23,7 @@ func main() {
 		stdout:        os.Stdout,
 		stderr:        os.Stderr,
 		getenv:        os.Getenv,
-		localEndpoint: "http://" + localdb.DefaultAddr,
+		localEndpoint: "http://" + config.LocalStoreAddr,
 		now:           time.Now,
 	}
 	os.Exit(t.run(os.Args[1:]))

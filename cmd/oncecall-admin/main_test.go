@@ -20,12 +20,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"go.uber.org/goleak"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -565,7 +565,7 @@ func created(t *testing.T, env *dynamotest.Env, u identity.User, key, requestID,
 	}
 	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Cannot sign in", Description: description,
 		Priority: "normal", CreatedAt: at, OperationKey: key, RequestID: requestID}
-	if existing, err := dynamo.New(env.Client, env.Table).Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
+	if existing, taken, err := dynamo.New(env.Client, env.Table).Create(context.Background(), rec, tk, nil); err != nil || taken {
 		t.Fatalf("Create = %v, %v", existing, err)
 	}
 	return tk

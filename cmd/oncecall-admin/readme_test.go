@@ -17,13 +17,13 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
-	"github.com/oncecall/oncecall/internal/dev/doctest"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/doctest"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 const (

@@ -14,12 +14,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/oncecall/oncecall/internal/bench/loadtest"
 	"github.com/oncecall/oncecall/internal/callback"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/loadtest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 )
 
 // answer is one answer the flood got, with when it arrived.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
 type policyDoc struct {

@@ -18,13 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncecall/oncecall/internal/bench/loadtest"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/doctest"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/loadtest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/testing/doctest"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 // runbookSection is the README section whose worked example

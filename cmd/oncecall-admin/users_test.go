@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/callback"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 // TestTakingAccessAwayWaits: user disable, user revoke and user delete

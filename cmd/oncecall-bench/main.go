@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dev/perf"
+	"github.com/oncecall/oncecall/internal/bench/perf"
 )
 
 func main() {
@@ -42,7 +42,7 @@ func main() {
 	flag.IntVar(&o.HeapSecond, "heap-second", 20000, "calls before the second heap reading")
 	flag.IntVar(&o.ColdStarts, "cold-starts", 20, "cold starts of each bootstrap")
 	flag.IntVar(&o.PeerSamples, "peer-samples", 300, "single-client calls per kind in the peer run")
-	flag.StringVar(&o.PeerDir, "peer-dir", "bench/peers", "directory of the Powertools peer (npm ci done)")
+	flag.StringVar(&o.PeerDir, "peer-dir", "internal/bench/peers", "directory of the Powertools peer (npm ci done)")
 	flag.IntVar(&o.DeliverySamples, "delivery-samples", 200, "tickets created and delivered one after another in the delivery run")
 	flag.IntVar(&o.RTSamples, "rt-samples", 60, "tickets delivered one after another to Request Tracker in the rt run (RT makes about 3 a second)")
 	flag.IntVar(&o.RTLostSamples, "rt-lost-samples", 10, "tickets of the rt run whose first create's answer is lost")

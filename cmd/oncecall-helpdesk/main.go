@@ -1,4 +1,4 @@
-// Command oncecall-helpdesk serves the local helpdesk (internal/dev/helpdesk)
+// Command oncecall-helpdesk serves the local helpdesk (internal/local/helpdesk)
 // standalone on 127.0.0.1:8025, for people trying oncecall's delivery by
 // hand: the webhook contract at /tickets, Zendesk's ticket shape at
 // /api/v2/tickets, and the control API at /_helpdesk/ (capabilities,
@@ -29,7 +29,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/zendesk"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
 )
 
 func main() {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/logtest"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/testing/logtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

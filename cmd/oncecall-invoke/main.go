@@ -32,10 +32,10 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/app/profile"
 	"github.com/oncecall/oncecall/internal/config"
-	"github.com/oncecall/oncecall/internal/dev/eventset"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/rie"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/local/rie"
+	"github.com/oncecall/oncecall/internal/testing/eventset"
 )
 
 // Limits of one run.

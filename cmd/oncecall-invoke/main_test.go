@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/oncecall/oncecall/internal/dev/eventset"
+	"github.com/oncecall/oncecall/internal/testing/eventset"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

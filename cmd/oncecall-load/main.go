@@ -13,7 +13,7 @@
 //
 // starts a store, the fault proxy in front of it applying DynamoDB's
 // transaction conflict rule and losing the answers of a share of the
-// writes it applied (-conflict-hold, -lose-rate; internal/dev/dynamotest),
+// writes it applied (-conflict-hold, -lose-rate; internal/testing/dynamotest),
 // and -servers processes of the server binary on free loopback ports, all
 // on that store through the proxy (or uses a running server, without the
 // proxy). It runs a mixed plan with real nonces spread over the servers,
@@ -34,7 +34,7 @@
 // although the helpdesk never got a create request with their key, and
 // exits 1 unless nothing was duplicated at the destination or lost and no
 // delivery was uncertain although never sent. With -destination rt the
-// helpdesk is a fresh, real Request Tracker (internal/dev/rtlocal; `make
+// helpdesk is a fresh, real Request Tracker (internal/local/rtlocal; `make
 // rt-install` installs it), and the fault proxy in front of it misbehaves
 // instead.
 package main
@@ -51,8 +51,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dev/loadtest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/bench/loadtest"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 )
 
 func main() {

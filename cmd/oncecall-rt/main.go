@@ -1,7 +1,7 @@
 // Command oncecall-rt serves a fresh Request Tracker 5 on loopback until
 // interrupted: Debian's RT (`make rt-install` installs it), started from a
 // prepared database with oncecall's custom fields on the queue and an API
-// token for root (internal/dev/rtlocal). It prints what to point oncecall
+// token for root (internal/local/rtlocal). It prints what to point oncecall
 // at and how to look at the tickets in a browser; `make rt` runs it.
 // Each run starts empty: nothing is kept after it stops.
 package main
@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/oncecall/oncecall/internal/delivery/rt"
-	"github.com/oncecall/oncecall/internal/dev/rtlocal"
+	"github.com/oncecall/oncecall/internal/local/rtlocal"
 )
 
 func main() {

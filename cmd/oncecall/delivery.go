@@ -9,8 +9,8 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/mapping"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/local/mapping"
 	"github.com/oncecall/oncecall/internal/stream"
 )
 

@@ -7,14 +7,14 @@
 //
 // With DESTINATION set it also delivers tickets the way AWS does: it turns
 // on the table's stream as template.yaml declares it, reads it as the
-// Lambda event source mapping does (internal/dev/mapping, with the
+// Lambda event source mapping does (internal/local/mapping, with the
 // template's batch size, filter, retries and on-failure path) and invokes
 // the deliver function's own handler (internal/stream) with each batch; the
 // sweep runs on the template's schedule, or every DELIVERY_SWEEP_INTERVAL
 // when that is set. Without a DESTINATION_URL (or ZENDESK_SUBDOMAIN) it
 // starts the local helpdesk on 127.0.0.1:8025 and delivers there; with
 // DESTINATION=rt, a fresh Request Tracker on 127.0.0.1:8030 instead
-// (internal/dev/rtlocal; `make rt-install` installs it).
+// (internal/local/rtlocal; `make rt-install` installs it).
 package main
 
 import (
@@ -34,11 +34,11 @@ import (
 	"github.com/oncecall/oncecall/internal/app/profile"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/rtlocal"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/local/rtlocal"
 )
 
 // Server limits.
@@ -54,7 +54,7 @@ const (
 	// http.Server.MaxHeaderBytes before it answers 431 (its read limit is
 	// MaxHeaderBytes plus 4096 bytes of "bufio slop"). The server asks for
 	// that much less, so that the limit is maxHeaderBytes exactly;
-	// internal/dev/loadtest's TestOversizedHeaderOnTheServer checks both
+	// internal/bench/loadtest's TestOversizedHeaderOnTheServer checks both
 	// sides of the boundary on the real binary.
 	netHTTPHeaderSlack = 4096
 )

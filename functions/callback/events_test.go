@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/oncecall/oncecall/internal/config"
-	"github.com/oncecall/oncecall/internal/dev/eventset"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/rie"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/local/rie"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/testing/eventset"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
 const (
@@ -304,9 +304,9 @@ func TestColdStartFailsFast(t *testing.T) {
 			delete(e, config.EnvHookKeySecret)
 			e[config.EnvHookKey] = "typed-into-the-console-0123456789abcdef"
 		}, "", "HOOK_KEY: is refused on AWS Lambda: put the hook key in the Secrets Manager secret", 0},
-		{"the demo key in the secret", nil, `{"current":"` + localdb.DemoHookKey + `"}`, `hook key secret: the "current" key is the public demo key`, 1},
-		{"a short key in the secret", nil, "oops-a-typo", `hook key secret: the "current" key is shorter than 32 bytes`, 1},
-		{"a blank previous key in the secret", nil, `{"current":"` + deployedKey + `","previous":"   "}`, `hook key secret: the "previous" key is empty or only white space`, 1},
+		{"the demo key in the secret", nil, `{"current":"` + localdb.DemoHookKey + `"}`, `hook key secret, "current" key: hook key is the public demo key`, 1},
+		{"a short key in the secret", nil, "oops-a-typo", `hook key secret, "current" key: hook key is shorter than 32 bytes`, 1},
+		{"a blank previous key in the secret", nil, `{"current":"` + deployedKey + `","previous":"   "}`, `hook key secret, "previous" key: hook key is empty or only white space`, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

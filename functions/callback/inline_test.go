@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/oncecall/oncecall/internal/config"
-	"github.com/oncecall/oncecall/internal/dev/eventset"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/testing/eventset"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
 // TestInlineDeliveryReadsItsSecretOnce: with inline first attempts, the

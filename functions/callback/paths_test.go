@@ -19,12 +19,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/oncecall/oncecall/internal/config"
-	"github.com/oncecall/oncecall/internal/dev/eventset"
-	"github.com/oncecall/oncecall/internal/dev/hostiletest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/logtest"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/testing/eventset"
+	"github.com/oncecall/oncecall/internal/testing/hostiletest"
+	"github.com/oncecall/oncecall/internal/testing/logtest"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
 // samePathsURL is the API's public URL in both environments, so that the

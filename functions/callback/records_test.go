@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dev/samtest"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
 // accessLogFields are what the API's access log must hold for each

@@ -18,15 +18,15 @@ import (
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
-// How template.yaml is read: internal/dev/samtest evaluates it for a set of
+// How template.yaml is read: internal/testing/samtest evaluates it for a set of
 // parameter values as CloudFormation would (constraints, Rules,
 // Conditions, intrinsics), keeping references to the stack's own resources
 // as "ref:Name" and "getatt:Name.Attr", and goformation decodes the result.

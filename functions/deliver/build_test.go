@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dev/samtest"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
 // TestSAMBuildTarget runs the Makefile target `sam build` runs for

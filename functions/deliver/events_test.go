@@ -22,12 +22,12 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/rie"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/rie"
 	"github.com/oncecall/oncecall/internal/stream"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -122,7 +122,7 @@ func sampleTicket(t *testing.T, m manifest, client *dynamodb.Client, created tim
 	if len(v) > 0 {
 		t.Fatalf("the manifest's ticket is not valid create_ticket arguments: %v", v)
 	}
-	key, err := idempotency.Derive(idempotency.PolicyArguments, mt.Tenant, mt.RequestID, ticket.CreateName, args)
+	key, err := idempotency.Derive(idempotency.PolicyArguments, idempotency.Operation{Tenant: mt.Tenant, RequestID: mt.RequestID, Function: ticket.CreateName, Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func sampleTicket(t *testing.T, m manifest, client *dynamodb.Client, created tim
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	store := dynamo.New(client, testTable, dynamo.WithClock(func() time.Time { return created }))
-	if existing, err := store.Create(ctx, rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := store.Create(ctx, rec, tk, out); err != nil || taken {
 		t.Fatalf("create the sample ticket: %v %v", existing, err)
 	}
 	return getItem(t, client, "ticket#"+mt.ID)

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/oncecall/oncecall/internal/dev/samtest"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 )
 
 // bins are the worker's bootstrap and the emulator, built once per test

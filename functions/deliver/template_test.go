@@ -19,18 +19,18 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/doctest"
-	"github.com/oncecall/oncecall/internal/dev/mapping"
-	"github.com/oncecall/oncecall/internal/dev/samtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/mapping"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/stream"
+	"github.com/oncecall/oncecall/internal/testing/doctest"
+	"github.com/oncecall/oncecall/internal/testing/samtest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // These tests check the delivery part of template.yaml against the code
-// (internal/dev/samtest evaluates the template; functions/callback checks
+// (internal/testing/samtest evaluates the template; functions/callback checks
 // the callback's part).
 
 const (
@@ -411,7 +411,7 @@ func TestTemplateStreamFilterSelectsQueuedTickets(t *testing.T) {
 	create := func(id, request string, out *delivery.Record) (opKey string) {
 		t.Helper()
 		rec, tk := sampleOperation(id, request, now)
-		if existing, err := store.Create(ctx, rec, tk, out); err != nil || existing != nil {
+		if existing, taken, err := store.Create(ctx, rec, tk, out); err != nil || taken {
 			t.Fatalf("create %s: %v %v", id, existing, err)
 		}
 		return rec.Key
@@ -451,7 +451,7 @@ func TestTemplateStreamFilterSelectsQueuedTickets(t *testing.T) {
 
 	// The worker leases the ticket (a MODIFY still "queued") and records
 	// it delivered (a MODIFY, "delivered"): neither invokes the worker.
-	_, rec, err := store.Lease(ctx, "00000000-0000-4000-8000-0000000000a1", "owner-1", now, now.Add(time.Minute))
+	_, rec, err := store.Lease(ctx, "00000000-0000-4000-8000-0000000000a1", delivery.Lease{Owner: "owner-1", From: now, Until: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,13 @@ import (
 
 	"github.com/oncecall/oncecall/internal/apigw"
 	"github.com/oncecall/oncecall/internal/callback"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/hostiletest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
+	"github.com/oncecall/oncecall/internal/testing/hostiletest"
 )
 
 // testCost keeps BCrypt cheap; the verifier takes the same path at cost 9.

@@ -29,9 +29,17 @@ func Request(ctx context.Context, ev events.APIGatewayV2HTTPRequest) *http.Reque
 	}
 	u := &url.URL{Path: path, RawQuery: ev.RawQueryString}
 	r := &http.Request{
-		Method: method, URL: u, RequestURI: u.RequestURI(), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: make(http.Header, len(ev.Headers)), Body: io.NopCloser(body), ContentLength: length,
-		Host: ev.RequestContext.DomainName, RemoteAddr: ev.RequestContext.HTTP.SourceIP,
+		Method:        method,
+		URL:           u,
+		RequestURI:    u.RequestURI(),
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        make(http.Header, len(ev.Headers)),
+		Body:          io.NopCloser(body),
+		ContentLength: length,
+		Host:          ev.RequestContext.DomainName,
+		RemoteAddr:    ev.RequestContext.HTTP.SourceIP,
 	}
 	for k, v := range ev.Headers {
 		r.Header.Add(k, v)

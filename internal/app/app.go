@@ -147,13 +147,8 @@ func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (
 	if err != nil {
 		return cfg, err
 	}
-	for _, k := range []struct{ name, key string }{{"current", keys.Current}, {"previous", keys.Previous}} {
-		if k.key == "" {
-			continue
-		}
-		if err := nonce.CheckKey(k.key, cfg.Local); err != nil {
-			return cfg, fmt.Errorf("hook key secret: the %q key %v", k.name, err)
-		}
+	if err := keys.Check(cfg.Local); err != nil {
+		return cfg, err
 	}
 	cfg.HookKey, cfg.PreviousHookKey, cfg.PreviousHookKeyUntil = keys.Current, keys.Previous, keys.PreviousUntil
 	return cfg, nil

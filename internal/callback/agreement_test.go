@@ -34,9 +34,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"pgregory.net/rapid"
 
-	"github.com/oncecall/oncecall/internal/dev/schematest"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/schematest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 )
 
 // published is one function as GET /functions lists it.

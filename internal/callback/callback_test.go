@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/loadtest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/bench/loadtest"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dev/loadtest"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
+	"github.com/oncecall/oncecall/internal/bench/loadtest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 )
 
 // TestMixedConcurrentRun runs the mixed plan against the handler in this
@@ -14,7 +14,7 @@ import (
 // and the store client under concurrent calls; the answers are compared
 // with the store. BCrypt under the race detector is slow, so this run is
 // smaller than the 1,000-call run against the server binary in
-// internal/dev/loadtest.
+// internal/bench/loadtest.
 func TestMixedConcurrentRun(t *testing.T) {
 	r := newRig(t)
 	const calls, ops = 400, 100

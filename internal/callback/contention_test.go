@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 // contentionHold is how long each transaction holds its items under the

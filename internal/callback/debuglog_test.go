@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 // debugLines returns the DEBUG lines logged so far, each without its time

@@ -20,14 +20,14 @@ import (
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/canonjson"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
+	"github.com/oncecall/oncecall/internal/testing/logtest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -537,7 +537,7 @@ func (r *rig) restarted(t testing.TB) *rig {
 // TestFaultRestartReusesStoredResult stops the first server and asks a
 // second one, sharing only the store, for the same operation. (The same with
 // real processes, and against DYNAMODB_ENDPOINT when set, is in
-// internal/dev/loadtest.)
+// internal/bench/loadtest.)
 func TestFaultRestartReusesStoredResult(t *testing.T) {
 	r := newRig(t)
 	first := r.call(create("user-a", "r-1", signIn))

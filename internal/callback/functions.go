@@ -34,13 +34,14 @@ func (h *Handler) Listing(callbackURL string) Listing {
 // List serves GET /functions. AIVAX sends X-Request-Nonce with it too, and
 // it is authenticated like a callback.
 func (h *Handler) List(ctx context.Context, nonceHeader, callbackURL string) protocol.Answer {
-	start := h.Now()
-	var e entry
-	ans, ok := h.authenticate(CallbackDoor, nonceHeader, &e)
+	c := h.begin(CallbackDoor)
+	c.msg = "functions"
+	c.in.Nonce = nonceHeader
+	ans, ok := c.authenticate()
 	if ok {
-		e.outcome = OutcomeListed
+		c.log.outcome = OutcomeListed
 		ans = protocol.JSON(http.StatusOK, h.Listing(callbackURL))
 	}
-	h.finish(ctx, "functions", start, ans, &e)
+	c.finish(ctx, ans)
 	return ans
 }

@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 // TestMain fails the package when a goroutine outlives its tests: servers,

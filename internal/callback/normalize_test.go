@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/canonjson"
-	"github.com/oncecall/oncecall/internal/dev/schematest"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/schema"
+	"github.com/oncecall/oncecall/internal/testing/schematest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 

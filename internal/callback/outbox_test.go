@@ -10,7 +10,7 @@ import (
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
 )
 
 // outboxRig is a rig whose handler queues tickets for the local helpdesk.

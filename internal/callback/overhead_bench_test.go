@@ -24,9 +24,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/callback"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -141,7 +141,7 @@ func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
 	if len(v) > 0 {
 		b.Fatal(v)
 	}
-	key, err := idempotency.Derive(idempotency.PolicyArguments, "tenant-a", "req-7d2c9b1e", ticket.CreateName, args)
+	key, err := idempotency.Derive(idempotency.PolicyArguments, idempotency.Operation{Tenant: "tenant-a", RequestID: "req-7d2c9b1e", Function: ticket.CreateName, Arguments: args})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,13 +17,13 @@ import (
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -199,7 +199,7 @@ func (d *deadlines) LoadUser(ctx context.Context, id string) (identity.User, err
 	return d.Store.LoadUser(ctx, id)
 }
 
-func (d *deadlines) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
+func (d *deadlines) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (idempotency.Record, bool, error) {
 	d.note(ctx)
 	return d.Store.Create(ctx, rec, t, out)
 }
@@ -257,10 +257,10 @@ func ticketID(t *testing.T, body []byte) string {
 // SDK read at the last moment would.
 type slowAnswers struct{ callback.Store }
 
-func (s slowAnswers) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
-	existing, err := s.Store.Create(context.WithoutCancel(ctx), rec, t, out)
+func (s slowAnswers) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (idempotency.Record, bool, error) {
+	existing, taken, err := s.Store.Create(context.WithoutCancel(ctx), rec, t, out)
 	<-ctx.Done()
-	return existing, err
+	return existing, taken, err
 }
 
 func (s slowAnswers) ReadTicket(ctx context.Context, id string) (*ticket.Ticket, *delivery.Record, error) {

@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/logtest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
+	"github.com/oncecall/oncecall/internal/testing/logtest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -234,7 +234,7 @@ func opKey(t testing.TB, pol idempotency.Policy, tenant, requestID, args string)
 	if len(v) > 0 {
 		t.Fatalf("arguments %s: %v", args, v)
 	}
-	key, err := idempotency.Derive(pol, tenant, requestID, ticket.CreateName, norm)
+	key, err := idempotency.Derive(pol, idempotency.Operation{Tenant: tenant, RequestID: requestID, Function: ticket.CreateName, Arguments: norm})
 	if err != nil {
 		t.Fatal(err)
 	}

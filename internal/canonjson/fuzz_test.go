@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dev/jsontest"
+	"github.com/oncecall/oncecall/internal/testing/jsontest"
 )
 
 // FuzzCanonical checks, for any input Parse accepts, that encoding/json

@@ -12,8 +12,8 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/oncecall/oncecall/internal/dev/jsontest"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
+	"github.com/oncecall/oncecall/internal/testing/jsontest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 )
 
 // jsonValue generates values of the types Parse returns, nested to depth.

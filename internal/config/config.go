@@ -208,7 +208,7 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 				EnvHookKeySecret, k.name, EnvEndpoint)
 		default:
 			if err := nonce.CheckKey(k.key, c.Local); err != nil {
-				bad(k.name, "%v", err)
+				errs = append(errs, fmt.Errorf("%s: %w", k.name, err))
 			}
 		}
 	}
@@ -304,6 +304,11 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 	}
 	return c, nil
 }
+
+// LocalStoreAddr is where the local store listens when `make run` starts
+// it: the store the local server and the operator's tool use unless told
+// otherwise.
+const LocalStoreAddr = "127.0.0.1:8000"
 
 // LocalEndpoint reports whether endpoint is a store on this machine: a
 // loopback host, localhost, or host.docker.internal (the host as

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -200,6 +201,25 @@ func TestLoadMCPToken(t *testing.T) {
 	}
 }
 
+// TestUnfitHookKeysChainToNonce: a hook key refused for what
+// nonce.CheckKey found makes Load's error match nonce's sentinel with
+// errors.Is, under the variable's name.
+func TestUnfitHookKeysChainToNonce(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want error
+	}{
+		{map[string]string{config.EnvHookKey: "k"}, nonce.ErrKeyShort},
+		{map[string]string{config.EnvHookKey: "   "}, nonce.ErrKeyBlank},
+		{map[string]string{config.EnvHookKey: nonce.DemoKey, config.EnvHookKeyPrev: "old"}, nonce.ErrKeyShort},
+	} {
+		_, err := config.Load(env(c.env), config.Defaults, functions)
+		if !errors.Is(err, c.want) {
+			t.Errorf("Load with %d variables = %v, want it to match %v", len(c.env), err, c.want)
+		}
+	}
+}
+
 // TestHookKeysFitForPurpose: on Lambda the hook key comes from Secrets
 // Manager only; a key from the environment is accepted only for a local
 // run (the local server's base, or a local store), and every key must be
@@ -231,18 +251,18 @@ func TestHookKeysFitForPurpose(t *testing.T) {
 		{"make invoke: the demo key, a loopback store", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: nonce.DemoKey}, "http://127.0.0.1:8000"), ""},
 		{"sam local invoke: the demo key, the host's store", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: nonce.DemoKey}, "http://host.docker.internal:8000"), ""},
 		{"a local store, a one-letter key", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: "k"}, "http://localhost:8000"),
-			"HOOK_KEY: is shorter than 32 bytes"},
+			"HOOK_KEY: hook key is shorter than 32 bytes"},
 		{"a local store, a single space", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: " "}, "http://[::1]:8000"),
-			"HOOK_KEY: is empty or only white space"},
+			"HOOK_KEY: hook key is empty or only white space"},
 		{"a local store, 32 spaces and tabs", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strings.Repeat(" \t", 16)}, "http://127.0.0.1:8000"),
-			"HOOK_KEY: is empty or only white space"},
+			"HOOK_KEY: hook key is empty or only white space"},
 		{"a local store, 31 bytes", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong[:31]}, "http://127.0.0.1:8000"),
-			"HOOK_KEY: is shorter than 32 bytes"},
+			"HOOK_KEY: hook key is shorter than 32 bytes"},
 		{"a local store, 32 bytes", config.Lambda, lambdaWithKey(map[string]string{config.EnvHookKey: strong[:32]}, "http://127.0.0.1:8000"), ""},
 		{"the local server, the demo key", config.Defaults, map[string]string{config.EnvHookKey: nonce.DemoKey}, ""},
 		{"the local server, a short previous key", config.Defaults, map[string]string{config.EnvHookKey: strong, config.EnvHookKeyPrev: "old"},
-			"HOOK_KEY_PREVIOUS: is shorter than 32 bytes"},
-		{"the local server, a blank key", config.Defaults, map[string]string{config.EnvHookKey: "   "}, "HOOK_KEY: is empty or only white space"},
+			"HOOK_KEY_PREVIOUS: hook key is shorter than 32 bytes"},
+		{"the local server, a blank key", config.Defaults, map[string]string{config.EnvHookKey: "   "}, "HOOK_KEY: hook key is empty or only white space"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := config.Load(env(c.env), c.base, functions)

@@ -14,9 +14,9 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
 	"github.com/oncecall/oncecall/internal/delivery/zendesk"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 // The evidence that delivery makes one ticket: for each capability and each fault of the

@@ -10,8 +10,8 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
 	"github.com/oncecall/oncecall/internal/delivery/zendesk"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
 )
 
 // TestResendAfterNotCreated: the helpdesk answers every automatic attempt

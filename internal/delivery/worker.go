@@ -18,20 +18,20 @@ import (
 // path and the sweep, or a worker and an operator never both act on one
 // delivery.
 type Store interface {
-	// Lease takes the delivery of ticket id for one attempt by owner,
-	// until until, when it is queued, due at now (no next attempt time, or
-	// one not after now) and held by no live lease. It returns the ticket
+	// Lease takes the delivery of ticket id for one attempt, l, when it is
+	// queued, due at l.From (no next attempt time, or one not after it)
+	// and held by no live lease. It returns the ticket
 	// and the delivery as they were just before the lease; the store has
 	// counted the attempt, set FirstSent if it was unset, and recorded the
-	// lease. When the delivery cannot be leased it returns a *NotLeasable.
+	// lease. When the delivery cannot be leased it returns a *NotLeasableError.
 	// Any other error means that this attempt holds no lease: one that
 	// applied but could not be confirmed (its answer lost past the
 	// store's retries, or the ticket unreadable) has been recognized or
 	// given back, so that an attempt that sent nothing is never counted
 	// as one that may have sent. Only when the store stays unreachable
-	// even for that does the lease end at until and get taken over as
+	// even for that does the lease end at l.Until and get taken over as
 	// maybe sent.
-	Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, Record, error)
+	Lease(ctx context.Context, id string, l Lease) (ticket.Ticket, Record, error)
 	// Finish records r as the delivery of ticket id and releases owner's
 	// lease, only while owner still holds it; otherwise ErrLeaseLost.
 	Finish(ctx context.Context, id, owner string, r Record) error
@@ -72,9 +72,9 @@ type Count struct {
 	Earliest time.Time
 }
 
-// NotLeasable is the error Store.Lease returns when the delivery cannot be
+// NotLeasableError is the error Store.Lease returns when the delivery cannot be
 // leased now.
-type NotLeasable struct {
+type NotLeasableError struct {
 	// Found is false when there is no such ticket.
 	Found bool
 	// Record is the delivery as the store holds it; a zero State means
@@ -82,7 +82,7 @@ type NotLeasable struct {
 	Record Record
 }
 
-func (e *NotLeasable) Error() string {
+func (e *NotLeasableError) Error() string {
 	if !e.Found {
 		return "delivery: no such ticket"
 	}
@@ -211,20 +211,19 @@ func (w *Worker) Deliver(ctx context.Context, id string) (Report, error) {
 // attempt recorded it.
 func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (Report, Record, error) {
 	start := w.now()
-	owner := newOwner()
-	until := start.Add(w.Policy.LeaseFor())
-	t, old, err := w.Store.Lease(ctx, id, owner, start, until)
-	var nl *NotLeasable
+	lease := Lease{Owner: newOwner(), From: start, Until: start.Add(w.Policy.LeaseFor())}
+	t, old, err := w.Store.Lease(ctx, id, lease)
+	var nl *NotLeasableError
 	if errors.As(err, &nl) {
 		return w.notLeased(nl, start), nl.Record, nil
 	}
 	if err != nil {
 		return Report{}, Record{}, err
 	}
-	rec := takeLease(old, owner, start, until)
+	rec := takeLease(old, lease)
 	// The requests must be over before the lease ends. Durations, not
 	// instants: the Worker's clock need not be the context's.
-	left := until.Add(-LeaseMargin).Sub(start)
+	left := lease.Until.Add(-LeaseMargin).Sub(start)
 	if budget > 0 && budget < left {
 		left = budget
 	}
@@ -242,7 +241,7 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 		w.log(ctx, id, rep, w.now().Sub(start), err)
 		return rep, next, err
 	}
-	err = w.Store.Finish(ctx, id, owner, next)
+	err = w.Store.Finish(ctx, id, lease.Owner, next)
 	took := w.now().Sub(start)
 	switch {
 	case errors.Is(err, ErrLeaseLost):
@@ -264,14 +263,24 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 	return rep, next, nil
 }
 
-// takeLease is the delivery as the store holds it once Lease succeeded over
-// old: the attempt counted, the key's first use stamped, and an earlier
-// attempt that died holding the lease counted as one that may have sent.
-func takeLease(old Record, owner string, now, until time.Time) Record {
+// Lease is one attempt's hold on a delivery: the attempt's owner, unique
+// to it, and when the hold was taken and ends unless the attempt records
+// its result first.
+type Lease struct {
+	Owner string
+	From  time.Time
+	Until time.Time
+}
+
+// takeLease is the delivery as the store holds it once Lease l succeeded
+// over old: the attempt counted, the key's first use stamped, and an
+// earlier attempt that died holding the lease counted as one that may have
+// sent.
+func takeLease(old Record, l Lease) Record {
 	r := old
 	r.Attempts++
 	if r.FirstSent.IsZero() {
-		r.FirstSent = now
+		r.FirstSent = l.From
 	}
 	if old.LeaseOwner != "" {
 		// Its worker died after the lease: it may have sent the ticket,
@@ -281,12 +290,12 @@ func takeLease(old Record, owner string, now, until time.Time) Record {
 			r.LastSent = old.LeaseUntil
 		}
 	}
-	r.LeaseOwner, r.LeaseUntil = owner, until
+	r.LeaseOwner, r.LeaseUntil = l.Owner, l.Until
 	r.Version++
 	return r
 }
 
-func (w *Worker) notLeased(nl *NotLeasable, now time.Time) Report {
+func (w *Worker) notLeased(nl *NotLeasableError, now time.Time) Report {
 	r := nl.Record
 	switch {
 	case !nl.Found || r.State == "" || r.State != Queued:

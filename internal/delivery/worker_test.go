@@ -11,10 +11,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -152,7 +152,7 @@ func (r *rig) ticket() string {
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "Printer", Priority: "normal", CreatedAt: now, OperationKey: key, RequestID: "r-" + id}
 	q := delivery.NewQueued("script", delivery.Key(key, id), now)
 	out := &q
-	if existing, err := r.store.Create(context.Background(), rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := r.store.Create(context.Background(), rec, tk, out); err != nil || taken {
 		r.t.Fatalf("create: %v %v", existing, err)
 	}
 	return id
@@ -451,7 +451,7 @@ func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 		r := newRig(t, c.caps)
 		r.dest.creates, r.dest.lookups = c.creates, c.lookups
 		id := r.ticket()
-		tk, d, err := r.store.Lease(context.Background(), id, "dead-worker", t0, t0.Add(policy.LeaseFor()))
+		tk, d, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "dead-worker", From: t0, Until: t0.Add(policy.LeaseFor())})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -517,7 +517,7 @@ func TestHeldDeliveryIsDeferredToTheSweep(t *testing.T) {
 	r.dest.creates = []delivery.Result{created}
 	id := r.ticket()
 	until := t0.Add(policy.LeaseFor())
-	if _, _, err := r.store.Lease(context.Background(), id, "other", t0, until); err != nil {
+	if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "other", From: t0, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -550,7 +550,7 @@ func TestHeldDeliveryIsDeferredAtOnce(t *testing.T) {
 	r := newRig(t, dedup)
 	id := r.ticket()
 	until := t0.Add(policy.LeaseFor())
-	if _, _, err := r.store.Lease(context.Background(), id, "other", t0, until); err != nil {
+	if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "other", From: t0, Until: until}); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan delivery.Report, 1)

@@ -92,7 +92,7 @@ func (a *Admin) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage, 
 	if err != nil {
 		return DeliveryPage{}, err
 	}
-	m := &merge{a: a, q: q, after: after, ctx: ctx}
+	m := &merge{a: a, q: q, after: after}
 	for n := range AttentionShards {
 		m.shards = append(m.shards, &shardRead{key: shardKey(q.State, n), pos: after, more: true})
 	}
@@ -100,7 +100,7 @@ func (a *Admin) Deliveries(ctx context.Context, q DeliveryQuery) (DeliveryPage, 
 	var entries []map[string]types.AttributeValue
 	last := ""
 	for len(entries) < q.Limit {
-		if err := m.fill(&page); err != nil {
+		if err := m.fill(ctx, &page); err != nil {
 			return DeliveryPage{}, err
 		}
 		if m.stopped {
@@ -141,20 +141,19 @@ type merge struct {
 	after   string
 	shards  []*shardRead
 	stopped bool // MaxDeliveriesExamined reached
-	ctx     context.Context
 }
 
 // fill reads a page of every shard whose buffer is empty and that has
 // more, until each has an entry or none left, or until page has examined
 // MaxDeliveriesExamined entries (m.stopped).
-func (m *merge) fill(page *DeliveryPage) error {
+func (m *merge) fill(ctx context.Context, page *DeliveryPage) error {
 	for _, sh := range m.shards {
 		for len(sh.buf) == 0 && sh.more {
 			if page.Examined >= MaxDeliveriesExamined {
 				m.stopped = true
 				return nil
 			}
-			items, err := m.read(sh, page)
+			items, err := m.read(ctx, sh, page)
 			if err != nil {
 				return err
 			}
@@ -165,7 +164,7 @@ func (m *merge) fill(page *DeliveryPage) error {
 }
 
 // read queries the next page of sh.
-func (m *merge) read(sh *shardRead, page *DeliveryPage) ([]map[string]types.AttributeValue, error) {
+func (m *merge) read(ctx context.Context, sh *shardRead, page *DeliveryPage) ([]map[string]types.AttributeValue, error) {
 	q := m.q
 	cond := "#ash = :sh"
 	names := map[string]string{"#ash": attrAttention}
@@ -219,8 +218,8 @@ func (m *merge) read(sh *shardRead, page *DeliveryPage) ([]map[string]types.Attr
 		Limit:             aws.Int32(int32(limit)), // #nosec G115 -- at most the page size
 	}
 	var out *dynamodb.QueryOutput
-	err := m.a.store.retry(m.ctx, func() (err error) {
-		out, err = m.a.api.Query(m.ctx, in)
+	err := m.a.store.retry(ctx, func() (err error) {
+		out, err = m.a.api.Query(ctx, in)
 		return err
 	})
 	if err != nil {

@@ -15,20 +15,20 @@ func TestExpirySecondIsKeptWhole(t *testing.T) {
 	f := newFixture(t, nil)
 	f.now = t0.Add(500 * time.Millisecond)
 	rec, tk := f.claim("k1") // expires at t0 + 1h + 0.5s, stored as t0 + 1h
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+	if _, _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, at := range []time.Duration{time.Hour - 300*time.Millisecond, time.Hour + 400*time.Millisecond} {
 		f.now = t0.Add(500 * time.Millisecond).Add(at)
 		rec2, tk2 := f.claim("k1")
-		existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
-		if err != nil || existing == nil || existing.TicketID != tk.ID {
+		existing, taken, err := f.store.Create(context.Background(), rec2, tk2, nil)
+		if err != nil || !taken || existing.TicketID != tk.ID {
 			t.Fatalf("at creation+%v: Create = %+v, %v; want the first claim", at, existing, err)
 		}
 	}
 	f.now = t0.Add(time.Hour + time.Second)
 	rec3, tk3 := f.claim("k1")
-	if existing, err := f.store.Create(context.Background(), rec3, tk3, nil); err != nil || existing != nil {
+	if existing, taken, err := f.store.Create(context.Background(), rec3, tk3, nil); err != nil || taken {
 		t.Fatalf("after the expiry second: Create = %+v, %v; want a new claim", existing, err)
 	}
 }

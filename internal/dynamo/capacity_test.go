@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -122,7 +122,7 @@ func TestCapacityIsSummedFromAnswers(t *testing.T) {
 			out.Key = delivery.Key(key, tk.ID)
 		}
 		f.env.Requests.Reset()
-		if existing, err := f.store.Create(ctx, rec, tk, out); err != nil {
+		if existing, _, err := f.store.Create(ctx, rec, tk, out); err != nil {
 			t.Fatalf("Create(%s): %v %v", key, existing, err)
 		}
 		return f.env.Requests.Capacity()["TransactWriteItems"]
@@ -162,8 +162,8 @@ func TestCapacityIsSummedFromAnswers(t *testing.T) {
 	// carries no capacity.
 	rec, tk := f.claim("k-plain")
 	f.env.Requests.Reset()
-	existing, err := f.store.Create(ctx, rec, tk, nil)
-	if err != nil || existing == nil || existing.State != idempotency.Completed {
+	existing, taken, err := f.store.Create(ctx, rec, tk, nil)
+	if err != nil || !taken || existing.State != idempotency.Completed {
 		t.Fatalf("replay: %v %v", existing, err)
 	}
 	replay := f.env.Requests.Capacity()

@@ -208,7 +208,8 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 // that the worker's role can limit its UpdateItem to the delivery's own
 // attributes (dynamodb:Attributes): a request for ALL_OLD needs all of the
 // item's.
-func (s *Store) Lease(ctx context.Context, id, owner string, now, until time.Time) (ticket.Ticket, delivery.Record, error) {
+func (s *Store) Lease(ctx context.Context, id string, l delivery.Lease) (ticket.Ticket, delivery.Record, error) {
+	owner, now, until := l.Owner, l.From, l.Until
 	in := &dynamodb.UpdateItemInput{
 		TableName: &s.table,
 		Key:       ticketKey(id),
@@ -355,13 +356,13 @@ func (s *Store) notLeasable(ctx context.Context, item map[string]types.Attribute
 		item = got
 	}
 	if len(item) == 0 {
-		return &delivery.NotLeasable{}
+		return &delivery.NotLeasableError{}
 	}
 	r, err := decodeDelivery(item)
 	if err != nil {
 		return err
 	}
-	nl := &delivery.NotLeasable{Found: true}
+	nl := &delivery.NotLeasableError{Found: true}
 	if r != nil {
 		nl.Record = *r
 	}

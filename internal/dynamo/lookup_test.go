@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -47,7 +47,7 @@ func created(t *testing.T, store *dynamo.Store, u identity.User, key, requestID 
 	}
 	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "t " + key, Priority: "normal",
 		CreatedAt: at, OperationKey: key, RequestID: requestID}
-	if existing, err := store.Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
+	if existing, taken, err := store.Create(context.Background(), rec, tk, nil); err != nil || taken {
 		t.Fatalf("Create %s = %v, %v", key, existing, err)
 	}
 	return tk

@@ -22,11 +22,11 @@ func TestStrandedDeliveriesAreFoundAndRescheduled(t *testing.T) {
 	old := t0.Add(-time.Hour)
 	never := o.ticket(alice, "r-never", old)
 	died := o.ticket(alice, "r-died", old)
-	if _, _, err := o.store.Lease(ctx, died.ID, "dead", old, old.Add(30*time.Second)); err != nil {
+	if _, _, err := o.store.Lease(ctx, died.ID, delivery.Lease{Owner: "dead", From: old, Until: old.Add(30 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	leased := o.ticket(alice, "r-leased", old)
-	if _, _, err := o.store.Lease(ctx, leased.ID, "alive", t0, t0.Add(time.Minute)); err != nil {
+	if _, _, err := o.store.Lease(ctx, leased.ID, delivery.Lease{Owner: "alive", From: t0, Until: t0.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	retry := o.ticket(alice, "r-retry", old)

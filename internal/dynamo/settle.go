@@ -104,11 +104,11 @@ var ErrNoTicket = errors.New("dynamo: no such ticket")
 // destination: it has no delivery to settle.
 var ErrNoDelivery = errors.New("dynamo: the ticket has no delivery (created without a destination)")
 
-// SettleConflict is returned by Settle when the delivery is not as the
+// SettleConflictError is returned by Settle when the delivery is not as the
 // operator saw it, an attempt holds it, or (not-created) its SafeAfter is
 // still ahead on the store's clock. Nothing was written. It matches
 // ErrConflict.
-type SettleConflict struct {
+type SettleConflictError struct {
 	// Current is the delivery as the store holds it.
 	Current delivery.Record
 	// At is the store's time when the settlement was tried (StoreTime),
@@ -116,12 +116,12 @@ type SettleConflict struct {
 	At time.Time
 }
 
-func (e *SettleConflict) Error() string {
+func (e *SettleConflictError) Error() string {
 	return fmt.Sprintf("dynamo: delivery not settled: it is %s at version %d", e.Current.Reported(e.At), e.Current.Version)
 }
 
 // Is reports whether target is ErrConflict.
-func (e *SettleConflict) Is(target error) bool { return target == ErrConflict }
+func (e *SettleConflictError) Is(target error) bool { return target == ErrConflict }
 
 // check refuses a settlement that cannot be made whatever the store holds.
 func (s *Settlement) check() error {
@@ -173,7 +173,7 @@ func (s *Settlement) check() error {
 //     attempted.
 //
 // A refusal writes nothing and is ErrNoTicket, ErrNoDelivery or a
-// *SettleConflict holding the delivery as it is. A decision that is
+// *SettleConflictError holding the delivery as it is. A decision that is
 // already made (an earlier try or run of this very settlement applied it,
 // its answer lost: the delivery is in its state, its last audit entry is
 // this decision and, when s.Version is given, the version is the one it
@@ -194,7 +194,7 @@ func (a *Admin) Settle(ctx context.Context, s Settlement) (delivery.Record, erro
 		return *r, nil
 	}
 	if !s.fits(r, now) {
-		return delivery.Record{}, &SettleConflict{Current: *r, At: now}
+		return delivery.Record{}, &SettleConflictError{Current: *r, At: now}
 	}
 	at := s.At
 	if at.IsZero() {
@@ -449,5 +449,5 @@ func (a *Admin) settleRefused(ctx context.Context, item map[string]types.Attribu
 	if s.made(r) {
 		return *r, nil
 	}
-	return delivery.Record{}, &SettleConflict{Current: *r, At: now}
+	return delivery.Record{}, &SettleConflictError{Current: *r, At: now}
 }

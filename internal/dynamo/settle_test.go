@@ -14,11 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -55,7 +55,7 @@ func (o *outbox) ticket(u identity.User, requestID string, at time.Time) ticket.
 	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Printer on fire", Priority: "high",
 		CreatedAt: at, OperationKey: key, RequestID: requestID}
 	out := &delivery.Record{State: delivery.Queued, Destination: "webhook", Key: delivery.Key(key, id), Since: at, Version: 1}
-	if existing, err := o.store.Create(context.Background(), rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := o.store.Create(context.Background(), rec, tk, out); err != nil || taken {
 		o.t.Fatalf("Create = %v, %v", existing, err)
 	}
 	return tk
@@ -66,7 +66,7 @@ func (o *outbox) ticket(u identity.User, requestID string, at time.Time) ticket.
 func (o *outbox) move(id string, s delivery.State, at time.Time) delivery.Record {
 	o.t.Helper()
 	ctx := context.Background()
-	_, r, err := o.store.Lease(ctx, id, "w-"+id[:4], at, at.Add(30*time.Second))
+	_, r, err := o.store.Lease(ctx, id, delivery.Lease{Owner: "w-" + id[:4], From: at, Until: at.Add(30 * time.Second)})
 	if err != nil {
 		o.t.Fatalf("Lease: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestSettleNotCreatedQueuesAgainWithTheSameKey(t *testing.T) {
 	if err != nil || !slices.Contains(ids, tk.ID) {
 		t.Errorf("Due = %v, %v; want the ticket", ids, err)
 	}
-	if _, got, err := o.store.Lease(context.Background(), tk.ID, "w2", at, at.Add(time.Minute)); err != nil || got.Attempts != 0 {
+	if _, got, err := o.store.Lease(context.Background(), tk.ID, delivery.Lease{Owner: "w2", From: at, Until: at.Add(time.Minute)}); err != nil || got.Attempts != 0 {
 		t.Errorf("Lease after not-created: %+v, %v", got, err)
 	}
 }
@@ -204,8 +204,8 @@ func TestSettleAbandoned(t *testing.T) {
 		t.Errorf("abandoned, then delivered: %+v, %v", r, err)
 	}
 	// The worker never takes an abandoned or delivered ticket.
-	var nl *delivery.NotLeasable
-	if _, _, err := o.store.Lease(context.Background(), tk.ID, "w", t1.Add(3*time.Hour), t1.Add(4*time.Hour)); !errors.As(err, &nl) {
+	var nl *delivery.NotLeasableError
+	if _, _, err := o.store.Lease(context.Background(), tk.ID, delivery.Lease{Owner: "w", From: t1.Add(3 * time.Hour), Until: t1.Add(4 * time.Hour)}); !errors.As(err, &nl) {
 		t.Errorf("Lease of a settled ticket: %v", err)
 	}
 }
@@ -219,7 +219,7 @@ func TestSettleRefusalsWriteNothing(t *testing.T) {
 	u := o.move(uncertain.ID, delivery.Uncertain, t1.Add(time.Minute))
 	leased := o.ticket(alice, "r-5", t1)
 	leaseUntil := t1.Add(time.Hour)
-	if _, _, err := o.store.Lease(ctx, leased.ID, "w-live", t1, leaseUntil); err != nil {
+	if _, _, err := o.store.Lease(ctx, leased.ID, delivery.Lease{Owner: "w-live", From: t1, Until: leaseUntil}); err != nil {
 		t.Fatal(err)
 	}
 	delivered := o.ticket(alice, "r-6", t1)
@@ -246,7 +246,7 @@ func TestSettleRefusalsWriteNothing(t *testing.T) {
 			before := o.env.Items(t, "ticket")
 			tc.s.Who, tc.s.At = "alice", t1.Add(10*time.Minute)
 			_, err := o.admin.Settle(ctx, tc.s)
-			var sc *dynamo.SettleConflict
+			var sc *dynamo.SettleConflictError
 			switch {
 			case tc.err != nil && !errors.Is(err, tc.err):
 				t.Errorf("err = %v, want %v", err, tc.err)

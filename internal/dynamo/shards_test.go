@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/oncecall/oncecall/internal/delivery"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -79,12 +79,12 @@ func (o *outbox) retries(n int, at time.Time, next func(i int) time.Time) []stri
 			}
 			tk := ticket.Ticket{ID: id, Tenant: alice.Tenant, UserID: alice.ExternalID, Title: "Printer on fire", Priority: "high", CreatedAt: at, OperationKey: key}
 			out := &delivery.Record{State: delivery.Queued, Destination: "webhook", Key: delivery.Key(key, id), Since: at, Version: 1}
-			if _, err := o.store.Create(ctx, rec, tk, out); err != nil {
+			if _, _, err := o.store.Create(ctx, rec, tk, out); err != nil {
 				errs <- err
 				return
 			}
 			owner := "w-" + id[:8]
-			_, r, err := o.store.Lease(ctx, id, owner, at, at.Add(30*time.Second))
+			_, r, err := o.store.Lease(ctx, id, delivery.Lease{Owner: owner, From: at, Until: at.Add(30 * time.Second)})
 			if err != nil {
 				errs <- err
 				return

@@ -105,10 +105,10 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // Create claims operation rec and writes ticket t in one transaction. When
 // out is not nil the ticket item also carries it: the ticket is its own
-// outbox record, so delivery adds no item to the transaction. It returns
-// (nil, nil) when both were written; the live record that already holds
-// the key when the claim failed; and otherwise idempotency.ErrBusy or
-// another error, in which case nothing was written.
+// outbox record, so delivery adds no item to the transaction. taken is
+// false when both were written; true when a live record already holds the
+// key, returned as holder, and nothing was written. An error
+// (idempotency.ErrBusy or another) means nothing was written either.
 //
 // The transaction includes these two items and no other: on DynamoDB a
 // transaction holds every item it includes and cancels any other that
@@ -116,44 +116,57 @@ func Sleep(ctx context.Context, d time.Duration) error {
 // record, checked in the transaction) would make one user's concurrent
 // calls cancel each other. Whether rec.UserID may make the call is the
 // caller's to decide, from the record LoadUser read for this call.
-func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (*idempotency.Record, error) {
+func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (holder idempotency.Record, taken bool, err error) {
 	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
 	for attempt := 1; ; attempt++ {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
-			return nil, nil
+			return idempotency.Record{}, false, nil
 		}
 		var tce *types.TransactionCanceledException
 		if errors.As(err, &tce) {
 			reasons := tce.CancellationReasons
 			switch {
-			case failed(reasons, 0):
-				existing, err := s.claimed(ctx, reasons[0].Item, rec.Key, now)
-				if err == nil && existing != nil && existing.TicketID == t.ID {
-					// An earlier attempt of this very call committed and its
-					// answer was lost: the claim is ours.
-					return nil, nil
-				}
-				if err != nil || existing != nil {
-					return existing, err
+			case failed(reasons, itemClaim):
+				holder, live, err := s.claimed(ctx, reasons[itemClaim].Item, rec.Key, now)
+				switch {
+				case err != nil:
+					return idempotency.Record{}, false, err
+				case live && holder.TicketID == t.ID:
+					// An earlier attempt of this very call committed and
+					// its answer was lost: the claim is ours.
+					return idempotency.Record{}, false, nil
+				case live:
+					return holder, true, nil
 				}
 				// The claim vanished (expired or deleted) between the
 				// transaction and the read: send the same request again
 				// (the same content under the same token).
-			case failed(reasons, 1):
-				return nil, fmt.Errorf("dynamo: ticket id %s already exists", t.ID)
+			case failed(reasons, itemTicket):
+				return idempotency.Record{}, false, fmt.Errorf("dynamo: ticket id %s already exists", t.ID)
 			case !retryableReasons(reasons):
-				return nil, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
+				return idempotency.Record{}, false, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
 			}
 		} else if !retryable(err) {
-			return nil, classify(err)
+			return idempotency.Record{}, false, classify(err)
 		}
 		if err := s.backoff(ctx, attempt, err); err != nil {
-			return nil, err
+			return idempotency.Record{}, false, err
 		}
 	}
 }
+
+// The items of Create's transaction, by their index in TransactItems,
+// which is also their index in the reasons DynamoDB gives for cancelling
+// it.
+const (
+	// itemClaim is the operation's claim on its key: put unless a live
+	// record holds the key.
+	itemClaim = iota
+	// itemTicket is the ticket, carrying its delivery when it has one.
+	itemTicket
+)
 
 // CreateInput is the one request Create sends: the operation Put and the
 // ticket Put, with now deciding whether an existing claim has expired.
@@ -171,7 +184,7 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 		// sends the same content under it.
 		ClientRequestToken: aws.String(t.ID),
 		TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{
+			itemClaim: {Put: &types.Put{
 				TableName:                           &s.table,
 				Item:                                operationItem(rec),
 				ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #expires < :now"),
@@ -179,7 +192,7 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 				ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numAV(now.Unix())},
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			}},
-			{Put: &types.Put{
+			itemTicket: {Put: &types.Put{
 				TableName:                &s.table,
 				Item:                     tk,
 				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
@@ -189,23 +202,23 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 	}
 }
 
-// claimed returns the live record holding key: the one DynamoDB returned with
-// the cancellation, or, for stores that omit it, a strongly consistent read.
-// It returns (nil, nil) when no live record holds the key any more.
-func (s *Store) claimed(ctx context.Context, item map[string]types.AttributeValue, key string, now time.Time) (*idempotency.Record, error) {
+// claimed returns the live record holding key: the one DynamoDB returned
+// with the cancellation, or, for stores that omit it, a strongly consistent
+// read. live is false when no live record holds the key any more.
+func (s *Store) claimed(ctx context.Context, item map[string]types.AttributeValue, key string, now time.Time) (holder idempotency.Record, live bool, err error) {
 	if len(item) == 0 {
 		out, err := s.get(ctx, opKey(key))
 		if err != nil {
-			return nil, err
+			return idempotency.Record{}, false, err
 		}
 		item = out
 	}
 	if len(item) == 0 {
-		return nil, nil
+		return idempotency.Record{}, false, nil
 	}
 	r, err := decodeOperation(item)
 	if err != nil {
-		return nil, err
+		return idempotency.Record{}, false, err
 	}
 	// The condition of the Put compares whole seconds (expires_at is epoch
 	// seconds, as TTL requires), so liveness is judged at the same
@@ -213,9 +226,9 @@ func (s *Store) claimed(ctx context.Context, item map[string]types.AttributeValu
 	// Judging it to the nanosecond would call a record gone that the
 	// condition still protects, and the call would spin until busy.
 	if !r.Live(now.Truncate(time.Second)) {
-		return nil, nil
+		return idempotency.Record{}, false, nil
 	}
-	return &r, nil
+	return r, true, nil
 }
 
 // Operation reads the record for key, live or not; (nil, nil) if absent.

@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -76,8 +76,8 @@ func (f *fixture) claim(key string) (idempotency.Record, ticket.Ticket) {
 func TestCreateWritesOperationAndTicketInOneRequest(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec, tk, nil)
-	if err != nil || existing != nil {
+	existing, taken, err := f.store.Create(context.Background(), rec, tk, nil)
+	if err != nil || taken {
 		t.Fatalf("Create = %v, %v", existing, err)
 	}
 	if n := f.env.Requests.Load(); n != 1 {
@@ -115,12 +115,12 @@ func TestCreateWritesOperationAndTicketInOneRequest(t *testing.T) {
 func TestSecondClaimReturnsTheFirst(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+	if _, _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
-	if err != nil || existing == nil {
+	existing, taken, err := f.store.Create(context.Background(), rec2, tk2, nil)
+	if err != nil || !taken {
 		t.Fatalf("Create = %v, %v", existing, err)
 	}
 	if existing.TicketID != tk.ID {
@@ -136,13 +136,13 @@ func TestSecondClaimReturnsTheFirst(t *testing.T) {
 func TestReplayRoundTrips(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+	if _, _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.env.Requests.Reset()
 	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
-	if err != nil || existing == nil || existing.TicketID != tk.ID {
+	existing, taken, err := f.store.Create(context.Background(), rec2, tk2, nil)
+	if err != nil || !taken || existing.TicketID != tk.ID {
 		t.Fatalf("Create = %+v, %v", existing, err)
 	}
 	if got := f.env.Requests.Load(); got != 1 {
@@ -153,21 +153,21 @@ func TestReplayRoundTrips(t *testing.T) {
 func TestExpiredClaimIsReclaimedAtTheExactBoundary(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+	if _, _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	// At the expiry second the claim still holds.
 	f.now = rec.ExpiresAt
 	rec2, tk2 := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec2, tk2, nil)
-	if err != nil || existing == nil || existing.TicketID != tk.ID {
+	existing, taken, err := f.store.Create(context.Background(), rec2, tk2, nil)
+	if err != nil || !taken || existing.TicketID != tk.ID {
 		t.Fatalf("at expiry: Create = %+v, %v; want the first claim", existing, err)
 	}
 	// One second later it is gone although the item is still present.
 	f.now = rec.ExpiresAt.Add(time.Second)
 	rec3, tk3 := f.claim("k1")
-	existing, err = f.store.Create(context.Background(), rec3, tk3, nil)
-	if err != nil || existing != nil {
+	existing, taken, err = f.store.Create(context.Background(), rec3, tk3, nil)
+	if err != nil || taken {
 		t.Fatalf("after expiry: Create = %+v, %v; want a new claim", existing, err)
 	}
 	got, _ := f.store.Operation(context.Background(), "k1")
@@ -185,7 +185,7 @@ func TestExpiredClaimIsReclaimedAtTheExactBoundary(t *testing.T) {
 func TestFailureInsideTransactionWritesNothing(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k-other")
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+	if _, _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	rec2, tk2 := f.claim("k2")
@@ -194,7 +194,7 @@ func TestFailureInsideTransactionWritesNothing(t *testing.T) {
 	// transaction's ClientRequestToken, which DynamoDB answers as a repeated
 	// request (IdempotentParameterMismatch) without running anything.
 	f.env.CopyItem(t, "ticket#"+tk.ID, "ticket#"+tk2.ID)
-	if _, err := f.store.Create(context.Background(), rec2, tk2, nil); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, _, err := f.store.Create(context.Background(), rec2, tk2, nil); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("Create over an existing ticket = %v, want the ticket Put's failure", err)
 	}
 	if got, _ := f.store.Operation(context.Background(), "k2"); got != nil {
@@ -206,7 +206,7 @@ func TestFailureInsideTransactionWritesNothing(t *testing.T) {
 	}
 	// The next identical call creates exactly one.
 	rec3, tk3 := f.claim("k2")
-	if existing, err := f.store.Create(context.Background(), rec3, tk3, nil); err != nil || existing != nil {
+	if existing, taken, err := f.store.Create(context.Background(), rec3, tk3, nil); err != nil || taken {
 		t.Fatalf("retry: %v %v", existing, err)
 	}
 	if n := f.env.Count(t, "ticket"); n != 3 {
@@ -223,8 +223,8 @@ func TestPendingIsNeverTakenOver(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		rec, tk := f.claim("k1")
-		existing, err := f.store.Create(context.Background(), rec, tk, nil)
-		if err != nil || existing == nil || existing.State != idempotency.Pending {
+		existing, taken, err := f.store.Create(context.Background(), rec, tk, nil)
+		if err != nil || !taken || existing.State != idempotency.Pending {
 			t.Fatalf("attempt %d: Create = %+v, %v", i, existing, err)
 		}
 	}
@@ -238,7 +238,7 @@ func TestPendingIsNeverTakenOver(t *testing.T) {
 	}
 	f.now = t0.Add(10 * 365 * 24 * time.Hour)
 	rec, tk := f.claim("k2")
-	if existing, err := f.store.Create(context.Background(), rec, tk, nil); err != nil || existing == nil || existing.State != idempotency.Pending {
+	if existing, taken, err := f.store.Create(context.Background(), rec, tk, nil); err != nil || !taken || existing.State != idempotency.Pending {
 		t.Fatalf("pending without expiry: Create = %+v, %v", existing, err)
 	}
 }
@@ -266,7 +266,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 			}
 			proxy.Inject("TransactWriteItems", faults...)
 			rec, tk := f.claim("k1")
-			if _, err := f.store.Create(context.Background(), rec, tk, nil); !errors.Is(err, idempotency.ErrBusy) {
+			if _, _, err := f.store.Create(context.Background(), rec, tk, nil); !errors.Is(err, idempotency.ErrBusy) {
 				t.Fatalf("Create = %v, want ErrBusy", err)
 			}
 			if got := proxy.Seen("TransactWriteItems"); got != dynamo.MaxBusyAttempts {
@@ -281,7 +281,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			seen, start := proxy.Seen("TransactWriteItems"), time.Now()
 			rec, tk = f.claim("k1")
-			_, err := f.store.Create(ctx, rec, tk, nil)
+			_, _, err := f.store.Create(ctx, rec, tk, nil)
 			cancel()
 			if !errors.Is(err, idempotency.ErrBusy) || time.Since(start) > time.Second {
 				t.Fatalf("Create with a deadline = %v after %v, want ErrBusy by the deadline", err, time.Since(start))
@@ -293,7 +293,7 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 			// One fault fewer than the budget: the last attempt goes through.
 			proxy.Inject("TransactWriteItems", faults[:dynamo.MaxBusyAttempts-1]...)
 			rec, tk = f.claim("k1")
-			if existing, err := f.store.Create(context.Background(), rec, tk, nil); err != nil || existing != nil {
+			if existing, taken, err := f.store.Create(context.Background(), rec, tk, nil); err != nil || taken {
 				t.Fatalf("Create after transient faults = %v, %v", existing, err)
 			}
 			if n := f.env.Count(t, "ticket"); n != 1 {
@@ -310,7 +310,7 @@ func TestStoreHangEndsAtTheDeadline(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	rec, tk := f.claim("k1")
-	_, err := f.store.Create(ctx, rec, tk, nil)
+	_, _, err := f.store.Create(ctx, rec, tk, nil)
 	if !errors.Is(err, idempotency.ErrBusy) {
 		t.Fatalf("Create = %v, want ErrBusy", err)
 	}
@@ -325,8 +325,8 @@ func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
 	// retry then finds the claim it made.
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{AfterCommit: true})
 	rec, tk := f.claim("k1")
-	existing, err := f.store.Create(context.Background(), rec, tk, nil)
-	if err != nil || existing != nil {
+	existing, taken, err := f.store.Create(context.Background(), rec, tk, nil)
+	if err != nil || taken {
 		t.Fatalf("Create = %+v, %v; want the call's own claim reported as created", existing, err)
 	}
 	// The store answers the retry from its ClientRequestToken, as DynamoDB
@@ -345,7 +345,7 @@ func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
 func TestReadTicketIsOneConsistentRead(t *testing.T) {
 	f, proxy := newProxied(t)
 	rec, tk := f.claim("k1")
-	if _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
+	if _, _, err := f.store.Create(context.Background(), rec, tk, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.env.Requests.Reset()
@@ -392,7 +392,7 @@ func TestStoreErrorsAreSafeToLog(t *testing.T) {
 	f, proxy := newProxied(t)
 	proxy.Inject("TransactWriteItems", dynamotest.Fault{Error: "ValidationException"})
 	rec, tk := f.claim("k1")
-	_, err := f.store.Create(context.Background(), rec, tk, nil)
+	_, _, err := f.store.Create(context.Background(), rec, tk, nil)
 	var se *dynamo.Error
 	if !errors.As(err, &se) || se.Code != "ValidationException" || se.Op != "TransactWriteItems" {
 		t.Fatalf("Create = %v (%T)", err, err)
@@ -413,7 +413,7 @@ func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
 	}
 	proxy.Inject("TransactWriteItems", faults...)
 	rec, tk := f.claim("k1")
-	_, err := f.store.Create(context.Background(), rec, tk, nil)
+	_, _, err := f.store.Create(context.Background(), rec, tk, nil)
 	if err == nil || errors.Is(err, idempotency.ErrBusy) {
 		t.Fatalf("Create = %v, want a failure that is not busy", err)
 	}
@@ -423,7 +423,7 @@ func TestUnavailableStoreIsAnErrorNotBusy(t *testing.T) {
 
 	// Nothing listens: connection refused on every attempt.
 	down := dynamo.New(dynamotest.NewClient(t, "http://127.0.0.1:1", nil), f.env.Table, dynamo.WithSleep(noSleep))
-	if _, err := down.Create(context.Background(), rec, tk, nil); err == nil || errors.Is(err, idempotency.ErrBusy) {
+	if _, _, err := down.Create(context.Background(), rec, tk, nil); err == nil || errors.Is(err, idempotency.ErrBusy) {
 		t.Fatalf("unreachable store: %v", err)
 	}
 }

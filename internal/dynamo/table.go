@@ -194,7 +194,7 @@ func create(ctx context.Context, api TableAPI, table string) (TableSetup, error)
 		}
 		// Created meanwhile by someone else: wait for it like our own.
 	}
-	if _, err := waitActive(ctx, api, table, "", TableReadyTimeout); err != nil {
+	if _, err := waitActive(ctx, api, table, ""); err != nil {
 		return res, err
 	}
 	_, res.TTLError = api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
@@ -239,7 +239,7 @@ func addIndexes(ctx context.Context, api TableAPI, table string, desc *types.Tab
 				res.IndexesAdded = append(res.IndexesAdded, name)
 			}
 		}
-		d, err := waitActive(ctx, api, table, name, IndexReadyTimeout)
+		d, err := waitActive(ctx, api, table, name)
 		if err != nil {
 			return res, err
 		}
@@ -249,14 +249,17 @@ func addIndexes(ctx context.Context, api TableAPI, table string, desc *types.Tab
 }
 
 // waitActive waits until table, and index when not empty, are ACTIVE and
-// returns the last description. A store that reports no status (some
+// returns the last description: at most TableReadyTimeout for a table,
+// IndexReadyTimeout for an index. A store that reports no status (some
 // emulators leave TableStatus empty) counts as active.
-func waitActive(ctx context.Context, api TableAPI, table, index string, timeout time.Duration) (*types.TableDescription, error) {
-	deadline := time.Now().Add(timeout)
+func waitActive(ctx context.Context, api TableAPI, table, index string) (*types.TableDescription, error) {
+	timeout := TableReadyTimeout
 	what := "table " + table
 	if index != "" {
+		timeout = IndexReadyTimeout
 		what = "index " + index + " of table " + table
 	}
+	deadline := time.Now().Add(timeout)
 	for {
 		d, err := describe(ctx, api, table)
 		if err == nil && d != nil && active(d, index) {
@@ -336,7 +339,7 @@ func EnableStream(ctx context.Context, api TableAPI, table, viewType string) (st
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewType(viewType)}}); err != nil {
 		return "", fmt.Errorf("dynamo: enable the stream of %s: %w", table, err)
 	}
-	desc, err = waitActive(ctx, api, table, "", TableReadyTimeout)
+	desc, err = waitActive(ctx, api, table, "")
 	if err != nil {
 		return "", err
 	}

@@ -10,10 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -82,7 +82,7 @@ func TestAUserIsOneItemAndAChangeOneWrite(t *testing.T) {
 	f := newFixture(t, nil)
 	rec, tk := f.claim("k-units")
 	f.env.Requests.Reset()
-	if existing, err := f.store.Create(ctx, rec, tk, nil); err != nil || existing != nil {
+	if existing, taken, err := f.store.Create(ctx, rec, tk, nil); err != nil || taken {
 		t.Fatalf("Create: %v %v", existing, err)
 	}
 	if c := f.env.Requests.Capacity()["TransactWriteItems"]; c.Reported != 1 || c.Total().Write > 5 {

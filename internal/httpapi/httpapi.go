@@ -74,8 +74,11 @@ func BaseURL(r *http.Request) string {
 // ServeHTTP routes POST /callback, GET /functions and POST /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.OriginToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(EdgeHeader)), []byte(s.OriginToken)) != 1 {
-		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusForbidden, Code: CodeEdgeOnly,
-			Message: "this API is served through its edge only: call the stack's EdgeCallbackUrl and EdgeFunctionSourceUrl"}))
+		write(w, protocol.Refuse(&protocol.RequestError{
+			Status:  http.StatusForbidden,
+			Code:    CodeEdgeOnly,
+			Message: "this API is served through its edge only: call the stack's EdgeCallbackUrl and EdgeFunctionSourceUrl",
+		}))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
@@ -89,8 +92,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Read one byte past the limit so that Decode can say how it was exceeded.
 		body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
 		if err != nil {
-			write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusBadRequest, Code: protocol.CodeInvalidRequest,
-				Message: "the request body could not be read: " + err.Error()}))
+			write(w, protocol.Refuse(&protocol.RequestError{
+				Status:  http.StatusBadRequest,
+				Code:    protocol.CodeInvalidRequest,
+				Message: "the request body could not be read: " + err.Error(),
+			}))
 			return
 		}
 		write(w, s.h.Call(ctx, callback.Request{Nonce: nonce(r.Header), Body: body}))
@@ -114,8 +120,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		s.MCP.ServeHTTP(w, r.WithContext(ctx))
 	default:
-		write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusNotFound, Code: protocol.CodeNoRoute,
-			Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath}))
+		write(w, protocol.Refuse(&protocol.RequestError{
+			Status:  http.StatusNotFound,
+			Code:    protocol.CodeNoRoute,
+			Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath,
+		}))
 	}
 }
 
@@ -129,8 +138,11 @@ func nonce(h http.Header) string {
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	write(w, protocol.Refuse(&protocol.Problem{Status: http.StatusMethodNotAllowed, Code: protocol.CodeMethodNotAllowed,
-		Message: "use " + allow}))
+	write(w, protocol.Refuse(&protocol.RequestError{
+		Status:  http.StatusMethodNotAllowed,
+		Code:    protocol.CodeMethodNotAllowed,
+		Message: "use " + allow,
+	}))
 }
 
 func write(w http.ResponseWriter, a protocol.Answer) {

@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/callback"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
 func server(t *testing.T, publicURL string) (*httptest.Server, string) {

@@ -20,7 +20,7 @@ func parse(t *testing.T, s string) map[string]any {
 }
 
 func TestDeriveIsTheHashOfTheCanonicalTuple(t *testing.T) {
-	k, err := Derive(PolicyArguments, "tenant-a", "request-example", "create_ticket", parse(t, `{"title":"Cannot sign in","a":[1,2.50]}`))
+	k, err := Derive(PolicyArguments, Operation{Tenant: "tenant-a", RequestID: "request-example", Function: "create_ticket", Arguments: parse(t, `{"title":"Cannot sign in","a":[1,2.50]}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,21 +37,21 @@ func TestDeriveIsTheHashOfTheCanonicalTuple(t *testing.T) {
 
 func TestDeriveSeparatesEveryComponent(t *testing.T) {
 	args := parse(t, `{"title":"x"}`)
-	base, _ := Derive(PolicyArguments, "t", "r", "f", args)
+	base, _ := Derive(PolicyArguments, Operation{Tenant: "t", RequestID: "r", Function: "f", Arguments: args})
 	for name, k := range map[string]Key{
-		"tenant":   must(Derive(PolicyArguments, "t2", "r", "f", args)),
-		"request":  must(Derive(PolicyArguments, "t", "r2", "f", args)),
-		"function": must(Derive(PolicyArguments, "t", "r", "f2", args)),
-		"argument": must(Derive(PolicyArguments, "t", "r", "f", parse(t, `{"title":"y"}`))),
+		"tenant":   must(Derive(PolicyArguments, Operation{Tenant: "t2", RequestID: "r", Function: "f", Arguments: args})),
+		"request":  must(Derive(PolicyArguments, Operation{Tenant: "t", RequestID: "r2", Function: "f", Arguments: args})),
+		"function": must(Derive(PolicyArguments, Operation{Tenant: "t", RequestID: "r", Function: "f2", Arguments: args})),
+		"argument": must(Derive(PolicyArguments, Operation{Tenant: "t", RequestID: "r", Function: "f", Arguments: parse(t, `{"title":"y"}`)})),
 		// A component boundary cannot be moved by the values.
-		"shifted": must(Derive(PolicyArguments, "t\",\"r", "", "f", args)),
-		"policy":  must(Derive(PolicyRequest, "t", "r", "f", args)),
+		"shifted": must(Derive(PolicyArguments, Operation{Tenant: "t\",\"r", RequestID: "", Function: "f", Arguments: args})),
+		"policy":  must(Derive(PolicyRequest, Operation{Tenant: "t", RequestID: "r", Function: "f", Arguments: args})),
 	} {
 		if k.ID == base.ID {
 			t.Errorf("changing the %s did not change the key", name)
 		}
 	}
-	same := must(Derive(PolicyArguments, "t", "r", "f", parse(t, ` { "title" : "x" } `)))
+	same := must(Derive(PolicyArguments, Operation{Tenant: "t", RequestID: "r", Function: "f", Arguments: parse(t, ` { "title" : "x" } `)}))
 	if same.ID != base.ID {
 		t.Error("whitespace changed the key")
 	}
@@ -68,7 +68,7 @@ func TestKeyVersionIsInTheTuple(t *testing.T) {
 		PolicyArguments: {`[2,"t","r","f",{"title":"x"}]`, `["t","r","f",{"title":"x"}]`},
 		PolicyRequest:   {`[2,"t","r","f"]`, `["t","r","f"]`},
 	} {
-		k := must(Derive(pol, "t", "r", "f", map[string]any{"title": "x"}))
+		k := must(Derive(pol, Operation{Tenant: "t", RequestID: "r", Function: "f", Arguments: map[string]any{"title": "x"}}))
 		v2, v1 := sha256.Sum256([]byte(tuples[0])), sha256.Sum256([]byte(tuples[1]))
 		if k.ID != hex.EncodeToString(v2[:]) || k.ID == hex.EncodeToString(v1[:]) {
 			t.Errorf("%s: key %s is not SHA-256 of %s", pol, k.ID, tuples[0])
@@ -77,8 +77,8 @@ func TestKeyVersionIsInTheTuple(t *testing.T) {
 }
 
 func TestRequestPolicyIgnoresArgumentsButKeepsTheFingerprint(t *testing.T) {
-	a := must(Derive(PolicyRequest, "t", "r", "f", map[string]any{"title": "x"}))
-	b := must(Derive(PolicyRequest, "t", "r", "f", map[string]any{"title": "y"}))
+	a := must(Derive(PolicyRequest, Operation{Tenant: "t", RequestID: "r", Function: "f", Arguments: map[string]any{"title": "x"}}))
+	b := must(Derive(PolicyRequest, Operation{Tenant: "t", RequestID: "r", Function: "f", Arguments: map[string]any{"title": "y"}}))
 	if a.ID != b.ID || a.Fingerprint == b.Fingerprint {
 		t.Fatalf("request policy: %+v %+v", a, b)
 	}

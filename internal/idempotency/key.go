@@ -80,29 +80,41 @@ type Key struct {
 	Arguments []byte
 }
 
-// Derive computes the key of an operation: the SHA-256 of the canonical
-// JSON array [KeyVersion, tenant, requestID, function, args], args left
-// out under PolicyRequest. args are the arguments as the function will act
-// on them, as schema.Function.Normalize returned them, so that arguments
-// that mean the same get one key; the fingerprint is taken over the same
-// form. The error is only for values canonjson cannot encode.
-func Derive(pol Policy, tenant, requestID, function string, args map[string]any) (Key, error) {
-	canon, err := canonjson.Marshal(args)
+// Operation is what an operation's key is made of: the caller's tenant
+// (from oncecall's user record, never from the request), the request id
+// the application minted for the operation, the function called, and the
+// arguments as the function will act on them.
+type Operation struct {
+	Tenant    string
+	RequestID string
+	Function  string
+	// Arguments are as schema.Function.Normalize returned them, so that
+	// arguments that mean the same get one key.
+	Arguments map[string]any
+}
+
+// Derive computes the key of op under pol: the SHA-256 of the canonical
+// JSON array [KeyVersion, tenant, request id, function, arguments], the
+// arguments left out under PolicyRequest. The fingerprint is taken over
+// the canonical arguments. The error is only for values canonjson cannot
+// encode.
+func Derive(pol Policy, op Operation) (Key, error) {
+	canon, err := canonjson.Marshal(op.Arguments)
 	if err != nil {
 		return Key{}, err
 	}
 	fp := sha256.Sum256(canon)
 	// The tuple is encoded as a canonical JSON array, which is unambiguous:
 	// no choice of fields can make two different tuples encode alike.
-	tuple := make([]byte, 0, 64+len(tenant)+len(requestID)+len(function)+len(canon))
+	tuple := make([]byte, 0, 64+len(op.Tenant)+len(op.RequestID)+len(op.Function)+len(canon))
 	tuple = append(tuple, '[')
 	tuple = strconv.AppendInt(tuple, KeyVersion, 10)
 	tuple = append(tuple, ',')
-	tuple = canonjson.AppendString(tuple, tenant)
+	tuple = canonjson.AppendString(tuple, op.Tenant)
 	tuple = append(tuple, ',')
-	tuple = canonjson.AppendString(tuple, requestID)
+	tuple = canonjson.AppendString(tuple, op.RequestID)
 	tuple = append(tuple, ',')
-	tuple = canonjson.AppendString(tuple, function)
+	tuple = canonjson.AppendString(tuple, op.Function)
 	if pol != PolicyRequest {
 		tuple = append(tuple, ',')
 		tuple = append(tuple, canon...)

@@ -11,12 +11,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/oncecall/oncecall/internal/canonjson"
-	"github.com/oncecall/oncecall/internal/dev/jsontest"
-	"github.com/oncecall/oncecall/internal/dev/schematest"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/schema"
+	"github.com/oncecall/oncecall/internal/testing/jsontest"
+	"github.com/oncecall/oncecall/internal/testing/schematest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -186,7 +186,7 @@ func keyOf(t *rapid.T, f *schema.Function, pol idempotency.Policy, body []byte) 
 	if len(v) > 0 {
 		t.Fatalf("Normalize(%s): %v", body, v)
 	}
-	k, err := idempotency.Derive(pol, "tenant-a", "r-1", f.Name, args)
+	k, err := idempotency.Derive(pol, idempotency.Operation{Tenant: "tenant-a", RequestID: "r-1", Function: f.Name, Arguments: args})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/oncecall/oncecall/internal/dev/jsontest"
-	"github.com/oncecall/oncecall/internal/dev/suitetest"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/protocol"
+	"github.com/oncecall/oncecall/internal/testing/jsontest"
+	"github.com/oncecall/oncecall/internal/testing/suitetest"
 )
 
 // argValue generates argument values as a model might send them.
@@ -58,7 +58,7 @@ func TestPropertyKeyIgnoresMemberOrder(t *testing.T) {
 			if p != nil {
 				t.Fatalf("RequestID of %s: %v", b, p)
 			}
-			k, err := idempotency.Derive(pol, "tenant-a", rid, req.Function, req.Arguments)
+			k, err := idempotency.Derive(pol, idempotency.Operation{Tenant: "tenant-a", RequestID: rid, Function: req.Function, Arguments: req.Arguments})
 			if err != nil {
 				t.Fatal(err)
 			}

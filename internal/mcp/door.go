@@ -113,8 +113,10 @@ var Door = callback.Door{
 type exchange struct {
 	// ctx is the HTTP request's context. The SDK hands its handlers a
 	// context with the request's values but not its deadline or
-	// cancellation; the pipeline runs under this one, as through the
-	// callback.
+	// cancellation (it detaches it), so the request's own context crosses
+	// the SDK here, the one context a struct of oncecall holds: an
+	// exchange lives exactly as long as its request, as an http.Request
+	// does. The pipeline runs under it, as through the callback.
 	ctx context.Context
 	// nonce is the X-Request-Nonce header, for hosts that send it there.
 	nonce string
@@ -164,31 +166,35 @@ const (
 // other gets one through callback.Handler.Note, naming the method only
 // when it is one MCP defines.
 func (d *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := d.h.Now()
+	note := callback.Note{Door: Door, Start: d.h.Now()}
 	if !d.authorized(r) {
 		d.refuseToken(w, r)
-		d.h.Note(r.Context(), Door, start, "", callback.OutcomeUnauthorized, codeToken, http.StatusUnauthorized)
+		note.Outcome, note.Code, note.Status = callback.OutcomeUnauthorized, codeToken, http.StatusUnauthorized
+		d.h.Note(r.Context(), note)
 		return
 	}
 	if origin := r.Header.Get(OriginHeader); origin != "" && !d.origins[strings.ToLower(origin)] {
-		writeError(w, http.StatusForbidden, CodeForbiddenOrigin, "Origin "+clip(origin)+" may not call this server: browsers' requests are refused unless their origin is in MCP_ALLOWED_ORIGINS", nil)
-		d.h.Note(r.Context(), Door, start, "", protocol.StatusRejected, codeOrigin, http.StatusForbidden)
+		writeError(w, http.StatusForbidden, &jsonrpc.Error{Code: CodeForbiddenOrigin, Message: "Origin " + clip(origin) + " may not call this server: browsers' requests are refused unless their origin is in MCP_ALLOWED_ORIGINS"})
+		note.Outcome, note.Code, note.Status = protocol.StatusRejected, codeOrigin, http.StatusForbidden
+		d.h.Note(r.Context(), note)
 		return
 	}
 	// Read one byte past the limit: the SDK, reading what is left, answers
 	// 413 for a longer body.
 	body, err := io.ReadAll(io.LimitReader(r.Body, protocol.MaxBodyBytes+1))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, jsonrpc.CodeParseError, "parse error: the request body could not be read: "+clip(err.Error()), nil)
-		d.h.Note(r.Context(), Door, start, "", protocol.StatusRejected, codeParse, http.StatusBadRequest)
+		writeError(w, http.StatusBadRequest, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: the request body could not be read: " + clip(err.Error())})
+		note.Outcome, note.Code, note.Status = protocol.StatusRejected, codeParse, http.StatusBadRequest
+		d.h.Note(r.Context(), note)
 		return
 	}
 	var method string
 	if len(body) <= protocol.MaxBodyBytes {
 		root, code, msg := strict(body)
 		if msg != "" {
-			writeError(w, http.StatusBadRequest, code, msg, nil)
-			d.h.Note(r.Context(), Door, start, logMethod(root), protocol.StatusRejected, rpcCode(int(code)), http.StatusBadRequest)
+			writeError(w, http.StatusBadRequest, &jsonrpc.Error{Code: code, Message: msg})
+			note.Method, note.Outcome, note.Code, note.Status = logMethod(root), protocol.StatusRejected, rpcCode(int(code)), http.StatusBadRequest
+			d.h.Note(r.Context(), note)
 			return
 		}
 		method = logMethod(root)
@@ -201,11 +207,13 @@ func (d *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if x.served.Load() {
 		return
 	}
-	outcome, code := rw.outcome(method)
+	note.Method = method
+	note.Outcome, note.Code = rw.outcome(method)
 	if c, _ := x.refused.Load().(string); c != "" {
-		outcome, code = protocol.StatusRejected, c
+		note.Outcome, note.Code = protocol.StatusRejected, c
 	}
-	d.h.Note(r.Context(), Door, start, method, outcome, code, rw.status())
+	note.Status = rw.status()
+	d.h.Note(r.Context(), note)
 }
 
 // authorized checks the bearer token, when one is configured, in constant
@@ -226,7 +234,8 @@ func (d *Handler) refuseToken(w http.ResponseWriter, r *http.Request) {
 		msg = "the Authorization header is required: set the MCP source's headers to {\"Authorization\": \"Bearer <token>\"}"
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="oncecall", error="invalid_token"`)
-	writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg, map[string]string{"code": codeToken})
+	data, _ := json.Marshal(map[string]string{"code": codeToken})
+	writeError(w, http.StatusUnauthorized, &jsonrpc.Error{Code: CodeUnauthorized, Message: msg, Data: data})
 }
 
 // strict parses the body as the callback parses its own: duplicate member
@@ -402,18 +411,14 @@ func statusCode(status int) string {
 	return codeInvalid
 }
 
-// writeError writes a JSON-RPC error answering a request whose id is not
-// known yet (null).
-func writeError(w http.ResponseWriter, status int, code int64, msg string, data any) {
-	var raw json.RawMessage
-	if data != nil {
-		raw, _ = json.Marshal(data)
-	}
+// writeError writes the JSON-RPC error e with HTTP status, answering a
+// request whose id is not known yet (null).
+func writeError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
 	b, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   *jsonrpc.Error  `json:"error"`
-	}{"2.0", json.RawMessage("null"), &jsonrpc.Error{Code: code, Message: msg, Data: raw}})
+	}{"2.0", json.RawMessage("null"), e})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)

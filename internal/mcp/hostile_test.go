@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/dev/hostiletest"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/nonce"
+	"github.com/oncecall/oncecall/internal/testing/hostiletest"
 )
 
 // TestHostileCatalogue sends every case of the MCP door's hostile

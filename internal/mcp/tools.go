@@ -40,7 +40,10 @@ const ListTTL = 10 * time.Minute
 
 // instructions is what initialize and server/discover tell the host
 // about using the tools.
-const instructions = "create_ticket creates one helpdesk ticket per operation: the application must put the operation's request_id in params._meta.request_id and keep it across retries; a retry with the same request_id returns the same ticket with deduplicated true. get_ticket reads a ticket by the ticket_id create_ticket returned."
+const instructions = "create_ticket creates one helpdesk ticket per operation: " +
+	"the application must put the operation's request_id in params._meta.request_id and keep it across retries; " +
+	"a retry with the same request_id returns the same ticket with deduplicated true. " +
+	"get_ticket reads a ticket by the ticket_id create_ticket returned."
 
 // newSDK builds the SDK's stateless, JSON-only Streamable HTTP handler
 // with the handler's functions as tools.

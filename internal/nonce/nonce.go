@@ -34,29 +34,36 @@ const (
 // repository), so CheckKey refuses it for anything but a local run.
 const DemoKey = "local-demo-hook-key-0123456789"
 
-// Problems CheckKey reports. They never contain the key.
+// Why CheckKey refuses a hook key, each a complete message that never
+// contains the key. CheckKey wraps them with how to fix it: match them with
+// errors.Is.
 var (
-	ErrKeyBlank = errors.New("is empty or only white space: generate one, such as with `openssl rand -base64 32`")
-	ErrKeyShort = fmt.Errorf("is shorter than %d bytes: generate a longer one, such as with `openssl rand -base64 32`", MinKeyBytes)
-	ErrKeyLong  = fmt.Errorf("is longer than %d bytes, all that BCrypt reads: use a shorter one", MaxKeyBytes)
-	ErrKeyDemo  = errors.New("is the public demo key, which only a local run may use: generate a key of your own")
+	ErrKeyBlank = errors.New("hook key is empty or only white space")
+	ErrKeyShort = fmt.Errorf("hook key is shorter than %d bytes", MinKeyBytes)
+	ErrKeyLong  = fmt.Errorf("hook key is longer than %d bytes, all that BCrypt reads", MaxKeyBytes)
+	ErrKeyDemo  = errors.New("hook key is the public demo key, which only a local run may use")
 )
+
+// generate is how to make a key fit for purpose, added to a refusal.
+const generate = "generate one, such as with `openssl rand -base64 32`"
 
 // CheckKey reports what makes k unfit as a hook key, or nil: blank, shorter
 // than MinKeyBytes, longer than MaxKeyBytes, or DemoKey. A local run (the
 // local server, a local store) may use DemoKey, and only that short key.
+// The error wraps ErrKeyBlank, ErrKeyShort, ErrKeyLong or ErrKeyDemo and
+// says how to fix it.
 func CheckKey(k string, local bool) error {
 	switch {
 	case strings.TrimSpace(k) == "":
-		return ErrKeyBlank
+		return fmt.Errorf("%w: %s", ErrKeyBlank, generate)
 	case len(k) > MaxKeyBytes:
-		return ErrKeyLong
+		return fmt.Errorf("%w: use a shorter one", ErrKeyLong)
 	case k == DemoKey && local:
 		return nil
 	case k == DemoKey:
-		return ErrKeyDemo
+		return fmt.Errorf("%w: %s", ErrKeyDemo, generate)
 	case len(k) < MinKeyBytes:
-		return ErrKeyShort
+		return fmt.Errorf("%w: %s", ErrKeyShort, generate)
 	}
 	return nil
 }

@@ -152,7 +152,7 @@ func TestCheckKey(t *testing.T) {
 		{DemoKey, false, ErrKeyDemo},
 		{DemoKey, true, nil},
 	} {
-		if err := CheckKey(c.key, c.local); err != c.want {
+		if err := CheckKey(c.key, c.local); !errors.Is(err, c.want) || (err == nil) != (c.want == nil) {
 			t.Errorf("CheckKey(%q, local %v) = %v, want %v", c.key, c.local, err, c.want)
 		}
 	}

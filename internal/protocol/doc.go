@@ -5,8 +5,9 @@
 // answers (Answer: the status values, refusal codes and JSON bodies that
 // the HTTP callback, API Gateway and the MCP door's tools/call all return).
 //
-// Decode reads a callback body strictly. Problems with the envelope, which
-// only the application or AIVAX can fix, are reported as *Problem values with
-// HTTP status 400; problems inside function.content, which the model wrote and
-// can correct, are reported with status 200 so that the model sees them.
+// Decode reads a callback body strictly. Its errors are *RequestError
+// values: problems with the envelope, which only the application or AIVAX
+// can fix, have HTTP status 400; problems inside function.content, which
+// the model wrote and can correct, have status 200 so that the model sees
+// them.
 package protocol

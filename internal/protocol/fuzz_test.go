@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"errors"
 	"net/http"
 	"reflect"
 	"testing"
@@ -25,11 +26,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in"}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r-1"},"moment":"2026-11-30T12:00:00.1234+00:00"}}`))
 	f.Add([]byte(`{"function":{"name":"get_ticket","content":null},"context":null}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, p := protocol.Decode(body)
-		if (req == nil) == (p == nil) {
-			t.Fatalf("Decode returned %v and %v", req, p)
+		req, err := protocol.Decode(body)
+		if (req == nil) == (err == nil) {
+			t.Fatalf("Decode returned %v and %v", req, err)
 		}
-		if p != nil {
+		if err != nil {
+			var p *protocol.RequestError
+			if !errors.As(err, &p) {
+				t.Fatalf("Decode refused %q with %T, not a *protocol.RequestError", body, err)
+			}
 			checkProblem(t, body, p)
 			return
 		}
@@ -52,7 +57,7 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-func checkProblem(t *testing.T, body []byte, p *protocol.Problem) {
+func checkProblem(t *testing.T, body []byte, p *protocol.RequestError) {
 	t.Helper()
 	switch {
 	case p.Status == http.StatusBadRequest && p.Code == protocol.CodeInvalidRequest:

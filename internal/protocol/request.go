@@ -43,15 +43,16 @@ type Request struct {
 	Moment time.Time
 }
 
-// Problem is a refusal with the HTTP status, a stable code and a message that
-// says what to fix.
-type Problem struct {
+// RequestError is a request refused: the HTTP status, a stable code and a
+// message that says what to fix. Decode's and CheckRequestID's errors are
+// *RequestError values (errors.As finds them); Refuse answers one.
+type RequestError struct {
 	Status  int
 	Code    string
 	Message string
 }
 
-func (p *Problem) Error() string { return p.Code + ": " + p.Message }
+func (p *RequestError) Error() string { return p.Code + ": " + p.Message }
 
 // Codes of problems found while decoding.
 const (
@@ -63,24 +64,28 @@ const (
 	CodeInvalidRequestID = "invalid_request_id"
 )
 
-func envelope(format string, args ...any) *Problem {
-	return &Problem{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+func envelope(format string, args ...any) *RequestError {
+	return &RequestError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
 }
 
-func arguments(format string, args ...any) *Problem {
-	return &Problem{Status: http.StatusOK, Code: CodeInvalidArguments, Message: fmt.Sprintf(format, args...)}
+func arguments(format string, args ...any) *RequestError {
+	return &RequestError{Status: http.StatusOK, Code: CodeInvalidArguments, Message: fmt.Sprintf(format, args...)}
 }
 
 const contentPath = "function.content"
 
-// Decode parses and checks a callback body. It returns a *Problem for every
-// body it refuses.
-func Decode(body []byte) (*Request, *Problem) {
+// Decode parses and checks a callback body. The error of a body it
+// refuses is a *RequestError; it is nil, as an error, for a body it
+// accepts.
+func Decode(body []byte) (*Request, error) {
 	if len(body) > MaxBodyBytes {
 		// Transports read at most one byte past the limit, so the true size
 		// is unknown here: say only that it is over.
-		return nil, &Problem{Status: http.StatusOK, Code: CodeTooLarge, Message: fmt.Sprintf(
-			"the request body is longer than the limit of %d bytes. Send shorter arguments.", MaxBodyBytes)}
+		return nil, &RequestError{
+			Status:  http.StatusOK,
+			Code:    CodeTooLarge,
+			Message: fmt.Sprintf("the request body is longer than the limit of %d bytes. Send shorter arguments.", MaxBodyBytes),
+		}
 	}
 	doc, err := canonjson.Parse(body, canonjson.Limits{
 		MaxDepth:        MaxDepth,
@@ -91,8 +96,11 @@ func Decode(body []byte) (*Request, *Problem) {
 		var se *canonjson.Error
 		if errors.As(err, &se) && (se.Path == contentPath || strings.HasPrefix(se.Path, contentPath+".") || strings.HasPrefix(se.Path, contentPath+"[")) {
 			if errors.Is(err, canonjson.ErrTooLong) {
-				return nil, &Problem{Status: http.StatusOK, Code: CodeTooLarge, Message: fmt.Sprintf(
-					"a string in %s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipMiddle(se.Path), MaxStringBytes)}
+				return nil, &RequestError{
+					Status:  http.StatusOK,
+					Code:    CodeTooLarge,
+					Message: fmt.Sprintf("a string in %s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipMiddle(se.Path), MaxStringBytes),
+				}
 			}
 			return nil, arguments("the arguments are not valid: %s. Send function arguments as one JSON object with unique member names.", clipMiddle(se.Error()))
 		}
@@ -184,7 +192,7 @@ func Decode(body []byte) (*Request, *Problem) {
 }
 
 // object returns m[name] as an object; absent or null is an empty object.
-func object(m map[string]any, name string) (map[string]any, *Problem) {
+func object(m map[string]any, name string) (map[string]any, *RequestError) {
 	switch v := m[name].(type) {
 	case map[string]any:
 		return v, nil
@@ -196,7 +204,7 @@ func object(m map[string]any, name string) (map[string]any, *Problem) {
 }
 
 // optString returns m[name] as a string; absent or null is "".
-func optString(m map[string]any, name, path string, limit int) (string, *Problem) {
+func optString(m map[string]any, name, path string, limit int) (string, *RequestError) {
 	switch v := m[name].(type) {
 	case nil:
 		return "", nil

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,6 +24,20 @@ func TestDecodeCurrentPayload(t *testing.T) {
 	}
 	if want := time.Date(2025, 5, 18, 1, 36, 27, 100_000_000, time.UTC); !r.Moment.Equal(want) {
 		t.Errorf("moment = %v, want %v", r.Moment, want)
+	}
+}
+
+// TestAcceptedMeansNilError: what Decode and CheckRequestID accept comes
+// with an error that is nil as an error, so that the usual err != nil
+// holds wherever their error is kept (a nil *RequestError held in an error
+// is not nil).
+func TestAcceptedMeansNilError(t *testing.T) {
+	var err error
+	if _, err = Decode([]byte(`{"function":{"name":"f","content":{}}}`)); err != nil {
+		t.Errorf("Decode accepted a body with the error %#v", err)
+	}
+	if err = CheckRequestID("r-1", RequestIDField); err != nil {
+		t.Errorf("CheckRequestID accepted r-1 with the error %#v", err)
 	}
 }
 
@@ -71,9 +86,13 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, p := Decode([]byte(c.body))
-			if p == nil {
+			_, err := Decode([]byte(c.body))
+			if err == nil {
 				t.Fatal("accepted")
+			}
+			var p *RequestError
+			if !errors.As(err, &p) {
+				t.Fatalf("refused with %T %v, not a *RequestError", err, err)
 			}
 			if p.Status != c.status || p.Code != c.code || !strings.Contains(p.Message, c.says) {
 				t.Fatalf("got %d %s %q; want %d %s containing %q", p.Status, p.Code, p.Message, c.status, c.code, c.says)
@@ -86,7 +105,7 @@ func TestAnswers(t *testing.T) {
 	for name, a := range map[string]Answer{
 		"reject": Reject("c", "m"), "unauthorized": Unauthorized("c", "m"), "forbidden": Forbidden("c", "m"),
 		"busy": Busy(), "in progress": InProgress(), "internal": Internal(),
-		"refuse 400": Refuse(&Problem{Status: 400, Code: "c", Message: "m"}),
+		"refuse 400": Refuse(&RequestError{Status: 400, Code: "c", Message: "m"}),
 	} {
 		if len(a.Body) == 0 || a.Body[0] != '{' {
 			t.Errorf("%s: body %q", name, a.Body)
@@ -116,10 +135,12 @@ func TestRequestID(t *testing.T) {
 		if c.rid != "" {
 			r.Metadata[RequestIDKey] = c.rid
 		}
-		rid, p := r.RequestID()
+		rid, err := r.RequestID()
+		var p *RequestError
+		errors.As(err, &p)
 		switch {
-		case c.code == "" && (p != nil || rid != c.rid):
-			t.Errorf("%s: RequestID = %q, %v", c.name, rid, p)
+		case c.code == "" && (err != nil || rid != c.rid):
+			t.Errorf("%s: RequestID = %q, %v", c.name, rid, err)
 		case c.code != "" && (p == nil || rid != "" || p.Status != http.StatusOK || p.Code != c.code || !strings.Contains(p.Message, c.says)):
 			t.Errorf("%s: RequestID = %q, %+v; want 200 %s saying %q", c.name, rid, p, c.code, c.says)
 		}

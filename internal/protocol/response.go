@@ -78,7 +78,7 @@ func Reject(code, message string) Answer {
 
 // Refuse answers p with its own status: 200 rejections for the model, 400
 // for envelope problems, and the transports' own 4xx refusals.
-func Refuse(p *Problem) Answer {
+func Refuse(p *RequestError) Answer {
 	return refuse(p.Status, StatusRejected, p.Code, p.Message)
 }
 

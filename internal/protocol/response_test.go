@@ -27,7 +27,7 @@ func TestRefusalShape(t *testing.T) {
 		body   string
 	}{
 		{Reject("c", "m"), 200, `{"status":"rejected","error":{"code":"c","message":"m"}}`},
-		{Refuse(&Problem{Status: 405, Code: CodeMethodNotAllowed, Message: "use POST"}), 405, `{"status":"rejected","error":{"code":"method_not_allowed","message":"use POST"}}`},
+		{Refuse(&RequestError{Status: 405, Code: CodeMethodNotAllowed, Message: "use POST"}), 405, `{"status":"rejected","error":{"code":"method_not_allowed","message":"use POST"}}`},
 		{Unauthorized("c", "m"), 401, `{"status":"unauthorized","error":{"code":"c","message":"m"}}`},
 		{Forbidden("c", "m"), 403, `{"status":"forbidden","error":{"code":"c","message":"m"}}`},
 		{NotFound("c", "m"), 200, `{"status":"not_found","error":{"code":"c","message":"m"}}`},

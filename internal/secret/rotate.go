@@ -3,7 +3,6 @@ package secret
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,13 +70,8 @@ func NewRotating(keys Keys, read Reader, maxCost int, now func() time.Time, onEr
 }
 
 func (r *Rotating) prepare(k Keys) (*rotState, error) {
-	for _, c := range []struct{ name, key string }{{"current", k.Current}, {"previous", k.Previous}} {
-		if c.key == "" && c.name == "previous" {
-			continue
-		}
-		if err := nonce.CheckKey(c.key, false); err != nil {
-			return nil, fmt.Errorf("hook key secret: the %q key %v", c.name, err)
-		}
+	if err := k.Check(false); err != nil {
+		return nil, err
 	}
 	both, err := nonce.NewVerifier(r.maxCost, k.Current, k.Previous)
 	if err != nil {

@@ -209,3 +209,23 @@ func TestNewRotatingRefusesUnfitKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestUnfitKeysChainToNonce: a refused key's error names the secret's
+// member and matches the nonce package's sentinel with errors.Is.
+func TestUnfitKeysChainToNonce(t *testing.T) {
+	for _, c := range []struct {
+		keys   Keys
+		member string
+		want   error
+	}{
+		{Keys{Current: "short"}, `"current"`, nonce.ErrKeyShort},
+		{Keys{Current: nonce.DemoKey}, `"current"`, nonce.ErrKeyDemo},
+		{Keys{Current: keyA, Previous: " "}, `"previous"`, nonce.ErrKeyBlank},
+		{Keys{Current: strings.Repeat("k", nonce.MaxKeyBytes+1)}, `"current"`, nonce.ErrKeyLong},
+	} {
+		_, err := NewRotating(c.keys, nil, 0, nil, nil)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.member) {
+			t.Errorf("NewRotating(%d-byte current, %d-byte previous) = %v, want %v naming the %s key", len(c.keys.Current), len(c.keys.Previous), err, c.want, c.member)
+		}
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/oncecall/oncecall/internal/nonce"
 )
 
 // Getter is the part of the Secrets Manager client used here.
@@ -34,6 +36,21 @@ type Keys struct {
 	// accepted. Parse leaves it zero when the value names no end: HookKeys
 	// then ends the previous key PreviousLife after the value was written.
 	PreviousUntil time.Time `json:"previous_until"`
+}
+
+// Check reports the first key of k unfit for purpose (nonce.CheckKey, with
+// local as there), naming its member of the secret; an absent previous key
+// is fine. The error wraps nonce's, for errors.Is.
+func (k Keys) Check(local bool) error {
+	for _, m := range []struct{ name, key string }{{"current", k.Current}, {"previous", k.Previous}} {
+		if m.key == "" && m.name == "previous" {
+			continue
+		}
+		if err := nonce.CheckKey(m.key, local); err != nil {
+			return fmt.Errorf("hook key secret, %q key: %w", m.name, err)
+		}
+	}
+	return nil
 }
 
 // PreviousLife is how long a previous key written without previous_until is

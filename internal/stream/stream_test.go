@@ -16,12 +16,12 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/stream"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -70,7 +70,7 @@ func (f *fixture) queue(t *testing.T) string {
 		State: idempotency.Completed, Fingerprint: "fp", TicketID: id, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "Printer", Priority: "normal", CreatedAt: now, OperationKey: key, RequestID: "r-" + id}
 	out := &delivery.Record{State: delivery.Queued, Destination: webhook.Name, Key: delivery.Key(key, id), Since: now, Version: 1}
-	if existing, err := f.store.Create(context.Background(), rec, tk, out); err != nil || existing != nil {
+	if existing, taken, err := f.store.Create(context.Background(), rec, tk, out); err != nil || taken {
 		t.Fatalf("create: %v %v", existing, err)
 	}
 	return id

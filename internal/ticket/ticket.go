@@ -108,8 +108,14 @@ type View struct {
 
 // View returns the fields of t that its tenant may read.
 func (t *Ticket) View() View {
-	return View{ID: t.ID, Title: t.Title, Description: t.Description, Priority: t.Priority,
-		Tags: t.Tags, CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)}
+	return View{
+		ID:          t.ID,
+		Title:       t.Title,
+		Description: t.Description,
+		Priority:    t.Priority,
+		Tags:        t.Tags,
+		CreatedAt:   t.CreatedAt.UTC().Format(time.RFC3339),
+	}
 }
 
 // NewID returns a random (version 4) UUID.

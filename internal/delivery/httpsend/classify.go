@@ -76,9 +76,9 @@ func StatusCode(s int) string {
 // Send). A create that may have been received is Ambiguous; anything else
 // is Unavailable: nothing was sent, or (for a lookup) nothing was learned.
 func FailureResult(err error, create bool) delivery.Result {
-	var f *Failure
+	var f *TransportError
 	if !errors.As(err, &f) {
-		f = &Failure{Code: CodeBadRequest, err: err}
+		f = &TransportError{Code: CodeBadRequest, err: err}
 	}
 	if create && f.MaybeSent {
 		return delivery.Result{Outcome: delivery.Ambiguous, Code: f.Code}

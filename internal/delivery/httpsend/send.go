@@ -47,9 +47,9 @@ type Answer struct {
 	Host string
 }
 
-// Failure is a request that got no answer. Its Error is its Code, so that
+// TransportError is a request that got no answer. Its Error is its Code, so that
 // printing it never quotes the request's URL.
-type Failure struct {
+type TransportError struct {
 	// MaybeSent is true when the whole request was written before the
 	// failure: the destination may have acted on it.
 	MaybeSent bool
@@ -58,11 +58,11 @@ type Failure struct {
 	err  error
 }
 
-func (f *Failure) Error() string { return f.Code }
+func (f *TransportError) Error() string { return f.Code }
 
 // Unwrap returns the transport's error, for errors.Is and errors.As. Its
 // text may name the URL: never log it.
-func (f *Failure) Unwrap() error { return f.err }
+func (f *TransportError) Unwrap() error { return f.err }
 
 // Client sends requests to one destination. It is safe for concurrent use.
 type Client struct {
@@ -116,7 +116,7 @@ func (c *Client) Timeout() time.Duration { return c.timeout }
 func (c *Client) CloseIdleConnections() { c.tr.CloseIdleConnections() }
 
 // Send sends req within the Client's timeout (and ctx) and reads the answer.
-// The error, when there is no answer, is a *Failure.
+// The error, when there is no answer, is a *TransportError.
 func (c *Client) Send(ctx context.Context, req *http.Request) (Answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -161,17 +161,17 @@ func (p *progress) trace() *httptrace.ClientTrace {
 // failure classifies a request that got no answer. The transport waits for
 // its write to finish before it reports a failed exchange, so the trace is
 // complete here.
-func (p *progress) failure(err error) *Failure {
+func (p *progress) failure(err error) *TransportError {
 	switch {
 	case p.wrote.Load():
 		// The destination may have received the request, and acted on it.
-		return &Failure{MaybeSent: true, Code: transferCode(err), err: err}
+		return &TransportError{MaybeSent: true, Code: transferCode(err), err: err}
 	case p.conn.Load():
 		// A connection, but no complete request on it: a destination
 		// cannot act on a request it did not wholly receive.
-		return &Failure{Code: CodeNotSent, err: err}
+		return &TransportError{Code: CodeNotSent, err: err}
 	default:
-		return &Failure{Code: connectCode(err), err: err}
+		return &TransportError{Code: connectCode(err), err: err}
 	}
 }
 

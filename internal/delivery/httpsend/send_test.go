@@ -67,15 +67,15 @@ func post(t *testing.T, target string, body []byte) *http.Request {
 	return req
 }
 
-func send(t *testing.T, c *httpsend.Client, req *http.Request) (httpsend.Answer, *httpsend.Failure) {
+func send(t *testing.T, c *httpsend.Client, req *http.Request) (httpsend.Answer, *httpsend.TransportError) {
 	t.Helper()
 	a, err := c.Send(context.Background(), req)
 	if err == nil {
 		return a, nil
 	}
-	var f *httpsend.Failure
+	var f *httpsend.TransportError
 	if !errors.As(err, &f) {
-		t.Fatalf("Send error %T is not a *Failure", err)
+		t.Fatalf("Send error %T is not a *TransportError", err)
 	}
 	return a, f
 }
@@ -153,7 +153,7 @@ func TestSendFailures(t *testing.T) {
 				t.Fatal("Send succeeded")
 			}
 			if f.MaybeSent != c.maybeSent || f.Code != c.code {
-				t.Fatalf("Failure = {MaybeSent %v, Code %q} (%v), want {%v, %q}", f.MaybeSent, f.Code, f.Unwrap(), c.maybeSent, c.code)
+				t.Fatalf("TransportError = {MaybeSent %v, Code %q} (%v), want {%v, %q}", f.MaybeSent, f.Code, f.Unwrap(), c.maybeSent, c.code)
 			}
 			if f.Error() != c.code {
 				t.Errorf("Error() = %q: it must be the code alone", f.Error())
@@ -265,7 +265,7 @@ func TestSendHonoursTheCallersContext(t *testing.T) {
 	go func() { <-started; cancel() }()
 	cl := httpsend.New(10*time.Second, false)
 	_, err := cl.Send(ctx, post(t, srv.URL, nil))
-	var f *httpsend.Failure
+	var f *httpsend.TransportError
 	if !errors.As(err, &f) || !f.MaybeSent || f.Code != "canceled" {
 		t.Fatalf("Send = %v", err)
 	}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/rt"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/localdb"
-	"github.com/oncecall/oncecall/internal/dev/rtlocal"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/localdb"
+	"github.com/oncecall/oncecall/internal/local/rtlocal"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -91,7 +91,7 @@ func (r *e2eRig) ticket() (id, key string) {
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "Printer on fire", Description: "It <b>burns</b>.",
 		Priority: "high", CreatedAt: now, OperationKey: op, RequestID: "r-" + id}
 	q := delivery.NewQueued(rt.Name, delivery.Key(op, id), now)
-	if existing, err := r.store.Create(context.Background(), rec, tk, &q); err != nil || existing != nil {
+	if existing, taken, err := r.store.Create(context.Background(), rec, tk, &q); err != nil || taken {
 		r.t.Fatalf("create: %v %v", existing, err)
 	}
 	return id, q.Key

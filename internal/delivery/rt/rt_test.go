@@ -17,15 +17,15 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/rt"
-	"github.com/oncecall/oncecall/internal/dev/desttest"
-	"github.com/oncecall/oncecall/internal/dev/dynamotest"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
-	"github.com/oncecall/oncecall/internal/dev/rtlocal"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/rtlocal"
+	"github.com/oncecall/oncecall/internal/testing/desttest"
+	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // Every test here talks to a real Request Tracker 5 on loopback
-// (internal/dev/rtlocal), never to a stand-in: what RT does is what is
+// (internal/local/rtlocal), never to a stand-in: what RT does is what is
 // tested.
 
 func TestMain(m *testing.M) {

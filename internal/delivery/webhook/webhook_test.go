@@ -13,8 +13,8 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/webhook"
-	"github.com/oncecall/oncecall/internal/dev/desttest"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/testing/desttest"
 )
 
 // TestMain fails the package when a goroutine outlives its tests.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/delivery/zendesk"
-	"github.com/oncecall/oncecall/internal/dev/desttest"
-	"github.com/oncecall/oncecall/internal/dev/helpdesk"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/testing/desttest"
 )
 
 // TestMain fails the package when a goroutine outlives its tests.
