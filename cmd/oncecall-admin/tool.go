@@ -89,25 +89,25 @@ type action struct {
 	run func(ctx context.Context, s *session) error
 }
 
-// failure is an error with the exit code it ends the tool with.
-type failure struct {
+// exitError is an error with the exit code it ends the tool with.
+type exitError struct {
 	code int
 	err  error
 }
 
-func (f *failure) Error() string { return f.err.Error() }
-func (f *failure) Unwrap() error { return f.err }
+func (f *exitError) Error() string { return f.err.Error() }
+func (f *exitError) Unwrap() error { return f.err }
 
 func usageError(format string, args ...any) error {
-	return &failure{exitUsage, fmt.Errorf(format, args...)}
+	return &exitError{exitUsage, fmt.Errorf(format, args...)}
 }
 
 func notFound(format string, args ...any) error {
-	return &failure{exitNotFound, fmt.Errorf(format, args...)}
+	return &exitError{exitNotFound, fmt.Errorf(format, args...)}
 }
 
 func conflict(format string, args ...any) error {
-	return &failure{exitConflict, fmt.Errorf(format, args...)}
+	return &exitError{exitConflict, fmt.Errorf(format, args...)}
 }
 
 // groups orders the top-level words of the usage.
@@ -225,7 +225,7 @@ func (t *tool) parse(cmd *command, args []string) (invocation, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return inv, err
 		}
-		return inv, &failure{exitUsage, err}
+		return inv, &exitError{exitUsage, err}
 	}
 	if fs.NArg() > 0 {
 		return inv, usageError("unexpected argument %q", fs.Arg(0))
@@ -265,7 +265,7 @@ func (t *tool) fail(err error) int {
 		return exitOK
 	}
 	fmt.Fprintln(t.stderr, "oncecall-admin:", err)
-	var f *failure
+	var f *exitError
 	if errors.As(err, &f) {
 		return f.code
 	}
@@ -286,11 +286,11 @@ func (s *session) explain(err error) error {
 	}
 	var send *smithyhttp.RequestSendError
 	if errors.As(err, &send) {
-		return &failure{exitFailure, fmt.Errorf("no store answers at %s: %s", s.target.where(), s.target.unreachableHint())}
+		return &exitError{exitFailure, fmt.Errorf("no store answers at %s: %s", s.target.where(), s.target.unreachableHint())}
 	}
 	var nf *types.ResourceNotFoundException
 	if errors.As(err, &nf) {
-		return &failure{exitUsage, fmt.Errorf("no table %s at %s: %s", s.target.table, s.target.where(), s.target.tableHint())}
+		return &exitError{exitUsage, fmt.Errorf("no table %s at %s: %s", s.target.table, s.target.where(), s.target.tableHint())}
 	}
 	return err
 }

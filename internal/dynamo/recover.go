@@ -109,10 +109,10 @@ func (a *Admin) Reschedule(ctx context.Context, id string, by delivery.Actor, no
 }
 
 // errNotStranded is Reschedule's refusal.
-var errNotStranded = &conflict{msg: "the delivery is no longer stranded: it was delivered, scheduled or leased since it was listed"}
+var errNotStranded = &conflictError{msg: "the delivery is no longer stranded: it was delivered, scheduled or leased since it was listed"}
 
-// conflict is a refusal that matches ErrConflict.
-type conflict struct{ msg string }
+// conflictError is a refusal that matches ErrConflict.
+type conflictError struct{ msg string }
 
-func (c *conflict) Error() string        { return c.msg }
-func (c *conflict) Is(target error) bool { return target == ErrConflict }
+func (c *conflictError) Error() string        { return c.msg }
+func (c *conflictError) Is(target error) bool { return target == ErrConflict }
