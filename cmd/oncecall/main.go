@@ -138,7 +138,7 @@ func run(addr, dbAddr, hdAddr string) error {
 		}
 		defer func() { _ = db.Close() }()
 		cfg.Endpoint = db.URL
-		logger.Info("local store (dynoxide, in memory)", "endpoint", db.URL, "version", localdb.Version)
+		logger.Info("local store (dynoxide, in memory)", "endpoint", db.URL, "pinned", "dynoxide-rs "+localdb.Version+", which reports "+localdb.ReportedVersion)
 	}
 	awsCfg, err := profile.AWSConfig(ctx, cfg)
 	if err != nil {

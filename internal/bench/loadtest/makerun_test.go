@@ -51,6 +51,14 @@ func TestMakeRunTakesTheAddresses(t *testing.T) {
 				t.Errorf("make run with ADDR=%s DB_ADDR=%s HELPDESK_ADDR=%s: the %s is at %q, want %q", addr, db, hd, k, logs[k], v)
 			}
 		}
+		// The store's line names the pinned dynoxide both ways, the crate
+		// and what its binary's --version prints, so neither looks like a
+		// mismatch.
+		for _, v := range []string{"dynoxide-rs " + localdb.Version, localdb.ReportedVersion} {
+			if !strings.Contains(logs["pinned"], v) {
+				t.Errorf("make run's store line says pinned %q, which does not name %q", logs["pinned"], v)
+			}
+		}
 	})
 	t.Run("rt", func(t *testing.T) {
 		rtlocal.Require(t)
@@ -93,13 +101,13 @@ func makeRun(t *testing.T, root string, vars ...string) map[string]string {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			text.WriteString(sc.Text() + "\n")
-			var e struct{ Msg, Endpoint, Callback, URL string }
+			var e struct{ Msg, Endpoint, Callback, URL, Pinned string }
 			if json.Unmarshal(sc.Bytes(), &e) != nil {
 				continue
 			}
 			switch {
 			case strings.HasPrefix(e.Msg, "local store (dynoxide"):
-				found["store"] = e.Endpoint
+				found["store"], found["pinned"] = e.Endpoint, e.Pinned
 			case e.Msg == "local helpdesk":
 				found["helpdesk"] = strings.TrimSuffix(e.URL, "/")
 			case e.Msg == "local Request Tracker":
