@@ -59,10 +59,10 @@ const seed = `Keys:
 `
 
 // Limits of a run. A first build, with the modules downloaded (CI's go mod
-// download) but an empty build cache, took 5 min 23 s on two cores shared
-// at a load average of 20 (62 s of CPU); BuildTimeout stays under go
-// test's default 10 minutes, so that a build that cannot finish fails
-// the test naming the build, never skips it.
+// download) but an empty build cache, took 35 s on two quiet cores (53 s
+// of CPU), 5 min 23 s on two cores shared at a load average of 20;
+// BuildTimeout stays under go test's default 10 minutes, so that a build
+// that cannot finish fails the test naming the build, never skips it.
 const (
 	BuildTimeout = 8 * time.Minute
 	StartTimeout = 20 * time.Second
