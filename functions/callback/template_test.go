@@ -289,9 +289,11 @@ func TestTemplateEdge(t *testing.T) {
 // (kms:Decrypt) by the account's principals whose IAM policy allows it,
 // only with that context; for nothing else by anyone: no GenerateDataKey,
 // no ReEncrypt (which could give a ciphertext another context), no
-// CreateGrant, no kms:*. The functions' roles get nothing on it.
+// CreateGrant, no kms:*. The functions' roles (the callback's and the
+// worker's) get nothing on it.
 func TestTemplateAuditKey(t *testing.T) {
-	s := deploy(t, map[string]string{"DecisionRoleName": "ops/oncecall-decide"})
+	// With a destination, so that the worker's role exists too.
+	s := deploy(t, map[string]string{"DecisionRoleName": "ops/oncecall-decide", "Destination": "webhook", "DestinationUrl": webhookURL})
 	key := s.Properties("AuditKey")
 	if key == nil || key["EnableKeyRotation"] != true || key["KeyUsage"] != "ENCRYPT_DECRYPT" {
 		t.Fatalf("AuditKey %v: want a symmetric encryption key, rotated", key)
@@ -331,10 +333,17 @@ func TestTemplateAuditKey(t *testing.T) {
 	if !uses["kms:Encrypt"] || !uses["kms:Decrypt"] {
 		t.Errorf("the key policy allows %v, want kms:Encrypt and kms:Decrypt", uses)
 	}
-	for _, role := range []string{"CallbackRole"} {
-		for action, resources := range samtest.Allowed(t, s.Stack, role) {
-			if slices.Contains(resources, "getatt:AuditKey.Arn") {
-				t.Errorf("%s may %s on the audit key", role, action)
+	// Neither function may use the key: not by its ARN, nor by any KMS
+	// grant on every resource (the CheckProofs statement lets the
+	// account's IAM policies grant kms:Decrypt).
+	for _, role := range []string{"CallbackRole", "DeliverRole"} {
+		allowed := samtest.Allowed(t, s.Stack, role)
+		if len(allowed) == 0 {
+			t.Fatalf("%s: no grants read: the role is missing", role)
+		}
+		for action, resources := range allowed {
+			if slices.Contains(resources, "getatt:AuditKey.Arn") || strings.HasPrefix(action, "kms:") && slices.Contains(resources, "*") {
+				t.Errorf("%s may %s on %v, the audit key among them", role, action, resources)
 			}
 		}
 	}
