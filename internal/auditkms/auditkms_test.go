@@ -10,10 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go"
+	"go.uber.org/goleak"
 
 	"github.com/oncecall/oncecall/internal/auditkms"
 	"github.com/oncecall/oncecall/internal/delivery"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const keyARN = "arn:aws:kms:us-east-1:111122223333:key/6f1c2a8e-0b3d-4e5f-8a9b-0c1d2e3f4a5b"
 
