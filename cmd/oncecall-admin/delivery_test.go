@@ -591,9 +591,14 @@ func TestSettleRacesTheWorker(t *testing.T) {
 	rng := suitetest.Rand(t)
 	const iterations = 100
 	var settleWon, workerWon, inProgress, deliveredFirst int
+	// The settlement reads before it writes, so it takes longer than the
+	// worker's lease to reach its write: the worker starts at a random
+	// point within twice the last settlement's run, so that either can
+	// write first, whatever this machine's speed.
+	settleTook := 3 * time.Millisecond
 	for i := range iterations {
 		id := d.create("user-a", "req-race-"+strconv.Itoa(i), "Race "+strconv.Itoa(i))
-		waitSettle, waitWorker := time.Duration(rng.IntN(3000))*time.Microsecond, time.Duration(rng.IntN(3000))*time.Microsecond
+		waitSettle, waitWorker := time.Duration(rng.IntN(3000))*time.Microsecond, time.Duration(rng.Int64N(int64(2*settleTook)))
 		args := []string{"delivery", "settle", "-ticket", id, "-as", "abandoned", "-expect", "queued", "-reason", "race"}
 		if i%2 == 1 {
 			args = []string{"delivery", "settle", "-ticket", id, "-as", "delivered", "-expect", "queued", "-helpdesk-id", "by-hand-" + strconv.Itoa(i)}
@@ -603,7 +608,13 @@ func TestSettleRacesTheWorker(t *testing.T) {
 		var rep delivery.Report
 		var werr error
 		wg.Add(2)
-		go func() { defer wg.Done(); time.Sleep(waitSettle); res = d.run(args...) }()
+		go func() {
+			defer wg.Done()
+			time.Sleep(waitSettle)
+			start := time.Now()
+			res = d.run(args...)
+			settleTook = max(time.Since(start), time.Millisecond)
+		}()
 		go func() { defer wg.Done(); time.Sleep(waitWorker); rep, werr = d.w.Deliver(context.Background(), id) }()
 		wg.Wait()
 		if werr != nil {
