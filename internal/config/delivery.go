@@ -133,6 +133,7 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 		if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
 			bad(EnvDestinationURL, "must be an https:// URL")
 		}
+		credentialFree(v, bad)
 		d.URL = v
 		if strings.HasPrefix(v, "http://") {
 			d.AllowHTTP = plainHTTP(v, c.Local, bad)
@@ -261,6 +262,28 @@ func loadZendesk(getenv func(string) string, d *Delivery, bad func(name, format 
 
 // DockerHost is this machine as a container of `sam local invoke` sees it.
 const DockerHost = "host.docker.internal"
+
+// credentialFree refuses a DESTINATION_URL that could carry a credential:
+// a user name or password, a query string or a fragment. The URL sits in
+// the functions' environment, which Lambda shows to whoever may read their
+// configuration; a credential belongs in the destination secret. The
+// error never quotes the URL.
+func credentialFree(raw string, bad func(name, format string, args ...any)) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		bad(EnvDestinationURL, "is not a URL")
+		return
+	}
+	const fix = "put a credential in the destination secret (its token, sent as Authorization), never in the URL, which the function's configuration shows to whoever may read it"
+	switch {
+	case u.User != nil:
+		bad(EnvDestinationURL, "carries a user name or password: %s", fix)
+	case u.RawQuery != "" || u.ForceQuery:
+		bad(EnvDestinationURL, "carries a query string: %s; oncecall adds its own query to look tickets up", fix)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		bad(EnvDestinationURL, "carries a fragment: remove it; %s", fix)
+	}
+}
 
 // plainHTTP checks a plain http DESTINATION_URL: accepted to a loopback
 // host, and to DockerHost in a local run (local: DYNAMODB_ENDPOINT is a
