@@ -59,9 +59,14 @@ RUN_FLAGS = $(strip $(if $(ADDR),-addr $(ADDR)) $(if $(DB_ADDR),-db-addr $(DB_AD
 run: dynoxide $(if $(filter rt,$(DESTINATION)),rt-install)
 	$(GO) run ./cmd/oncecall$(if $(RUN_FLAGS), $(RUN_FLAGS))
 
+# TEST_PACKAGES: test binaries run at once. Twice the cores: many tests wait
+# on a deadline, a retry or Request Tracker, and another package uses the core
+# meanwhile (4m17s instead of 5m27s on two cores).
+TEST_PACKAGES ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) * 2 )))
+
 ## test: every test, with the race detector, over dynoxide (and the MCP clients the door is tested with)
 test: dynoxide mcp-clients
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -p $(TEST_PACKAGES) ./...
 
 ## dynoxide: build the pinned store into .tools/dynoxide (once; see the README for how long), unless one is on PATH
 dynoxide: $(DYNOXIDE)
