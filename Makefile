@@ -125,7 +125,7 @@ TOOLS_DIR ?= bin
 ## tools: build the operator's tools for this machine: bin/oncecall-admin and bin/oncecall-helpdesk;
 ## run them from there, since go run turns every failure into exit 1 and hides oncecall-admin's exit codes 2, 3 and 4
 tools:
-	$(GO) build -o $(TOOLS_DIR)/ ./cmd/oncecall-admin ./cmd/oncecall-helpdesk
+	$(GO) build -o $(TOOLS_DIR)/ ./cmd/oncecall-admin ./internal/local/cmd/oncecall-helpdesk
 
 ## build: the arm64 Lambda bootstraps, as `sam build` makes them: bin/callback/bootstrap and bin/deliver/bootstrap
 build:
@@ -201,7 +201,7 @@ STRESS_RULES = -servers $(STRESS_SERVERS) -conflict-hold $(STRESS_HOLD) -lose-ra
 ## 1,000 operations delivered to a local helpdesk with faults on 10% of its creates, and 150 to a real
 ## Request Tracker behind the fault proxy (installed first if need be; a few minutes in all)
 stress: dynoxide rt-install
-	$(GO) build -o bin/ ./cmd/oncecall ./cmd/oncecall-load
+	$(GO) build -o bin/ ./cmd/oncecall ./internal/bench/cmd/oncecall-load
 	bin/oncecall-load stress -server bin/oncecall -calls $(STRESS_CALLS) -ops $(STRESS_OPS) \
 		-concurrency $(STRESS_CONCURRENCY) -seed $(STRESS_SEED) -cost 9 -timeout 5m $(STRESS_RULES)
 	@echo "== the same servers delivering to a local helpdesk that misbehaves on $(STRESS_FAULT_RATE) of its creates"
@@ -241,7 +241,7 @@ invoke: $(if $(INVOKE_EVENTS),dynoxide)
 	@test -n "$(INVOKE_EVENTS)" || { echo 'usage: make invoke EVENT=events/<name>.json [...]  or  EVENT=all   (the events are listed in events/expected.json)'; exit 2; }
 	CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -o $(LOCAL_BOOT) ./functions/callback
 	$(GO) build -o $(RIE_BIN) github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
-	$(GO) run ./cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(INVOKE_EVENTS)
+	$(GO) run ./internal/testing/cmd/oncecall-invoke -bootstrap $(LOCAL_BOOT) -emulator $(RIE_BIN) $(INVOKE_EVENTS)
 
 # ---- Request Tracker 5: a real helpdesk nobody here wrote --------------------
 # `make rt-install` installs Best Practical's Request Tracker 5 from Debian's
@@ -269,7 +269,7 @@ RT_PRESEED   := \
 .PHONY: rt-install rt
 ## rt: serve a fresh Request Tracker on 127.0.0.1:8030 (or RT_ADDR) until Ctrl-C, and print how to deliver to it (installs it first if need be)
 rt: rt-install
-	$(GO) build -o bin/ ./cmd/oncecall-rt
+	$(GO) build -o bin/ ./internal/local/cmd/oncecall-rt
 	bin/oncecall-rt$(if $(RT_ADDR), -addr $(RT_ADDR))
 
 .PHONY: rt-e2e
@@ -297,14 +297,14 @@ rt-install:
 ## Powertools peer, delivery to a real Request Tracker, all bounded and on loopback; writes BENCHMARKS.md (about 6 minutes)
 bench: dynoxide rt-install
 	@cd internal/bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in internal/bench/peers; the peer comparison will report it"
-	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	$(GO) build -o bin/oncecall-bench ./internal/bench/cmd/oncecall-bench
 	./bin/oncecall-bench -out BENCHMARKS.md -command "make bench"
 
 .PHONY: bench-rt
 ## bench-rt: only the Request Tracker part (delivery latency against RT's own create, requests per delivery);
 ## replaces that section of BENCHMARKS.md (about a minute; installs RT first if need be)
 bench-rt: dynoxide rt-install
-	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	$(GO) build -o bin/oncecall-bench ./internal/bench/cmd/oncecall-bench
 	./bin/oncecall-bench -only rt -update -out BENCHMARKS.md -command "make bench-rt"
 
 .PHONY: bench-capacity
@@ -312,7 +312,7 @@ bench-rt: dynoxide rt-install
 ## and the Powertools peer's); replaces that section of BENCHMARKS.md (under a minute)
 bench-capacity: dynoxide
 	@cd internal/bench/peers && npm ci --no-audit --no-fund || echo "oncecall-bench: npm ci failed in internal/bench/peers; the peer's capacity rows will report it"
-	$(GO) build -o bin/oncecall-bench ./cmd/oncecall-bench
+	$(GO) build -o bin/oncecall-bench ./internal/bench/cmd/oncecall-bench
 	./bin/oncecall-bench -only capacity -update -out BENCHMARKS.md -command "make bench-capacity"
 
 # ---- the real SAM CLI: validate, build, generated event shapes -------------

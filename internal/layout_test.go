@@ -48,10 +48,14 @@ var rooms = []struct {
 }
 
 // The binaries that ship: the two Lambdas and the operator's tool, which
-// people run against the deployed table. Every other program under cmd/ is
-// a tool of this repository (the local server, the local helpdesk, the
-// load, benchmark and invoke drivers) and may use the kits.
+// people run against the deployed table.
 var shippedBinaries = []string{"functions/callback", "functions/deliver", "cmd/oncecall-admin"}
+
+// localServer is the one program under cmd/ that does not ship: the
+// shipped packages served over the local store (make run), which may use
+// the kits. Every other program of this repository sits in the kit tree of
+// its kind (internal/local/cmd, internal/testing/cmd, internal/bench/cmd).
+const localServer = "cmd/oncecall"
 
 // The kits: the trees of what is never deployed, one kind each. A kit may
 // import what ships and the kits of its own tree or of trees before it,
@@ -147,16 +151,19 @@ func room(path string) int {
 
 // TestEveryPackageHasAPlace: every package of the module ships (a room's
 // package or a shipped binary), is a kit (under one of the kit trees), or
-// is a tool (a program under cmd/ that does not ship). A new package under
-// internal/ must be placed, here and in docs/development.md's map, or go
-// under the kit tree of its kind; a new function under functions/ ships.
+// is the local server. A new package under internal/ must be placed, here
+// and in docs/development.md's map, or go under the kit tree of its kind; a
+// new program goes under cmd/ only if it ships; a new function under
+// functions/ ships.
 func TestEveryPackageHasAPlace(t *testing.T) {
 	for path := range list(t) {
 		switch {
 		case path == "internal", ships(path), kit(path) >= 0:
 		case strings.HasPrefix(path, "functions/"):
 			t.Errorf("%s is a Lambda function that is not listed as shipped: add it to shippedBinaries in internal/layout_test.go", path)
+		case path == localServer:
 		case strings.HasPrefix(path, "cmd/"):
+			t.Errorf("%s is a program under cmd/ that does not ship: add it to shippedBinaries in internal/layout_test.go if it does, or move it under the kit tree of its kind (internal/local/cmd, internal/testing/cmd, internal/bench/cmd)", path)
 		case strings.HasPrefix(path, "internal/"):
 			t.Errorf("%s is in no room of the layout and no kit tree: place it in internal/layout_test.go and docs/development.md's Layout, or move it under internal/local, internal/testing or internal/bench", path)
 		default:

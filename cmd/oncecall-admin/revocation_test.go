@@ -52,7 +52,7 @@ func TestRevocationUnderAFloodThroughTwoServers(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	bins, err := loadtest.Build(ctx, dir, "oncecall")
+	bins, err := loadtest.Build(ctx, dir, "cmd/oncecall")
 	cancel()
 	if err != nil {
 		t.Fatal(err)

@@ -185,7 +185,7 @@ func TestRunbookExample(t *testing.T) {
 		t.Skip("builds and starts the server")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	bins, err := loadtest.Build(ctx, t.TempDir(), "oncecall")
+	bins, err := loadtest.Build(ctx, t.TempDir(), "cmd/oncecall")
 	cancel()
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Command hello is the smallest aws-lambda-go function: the baseline that
 // oncecall's cold start is measured against under the Runtime Interface
-// Emulator (cmd/oncecall-bench). It is built with the same flags as
+// Emulator (internal/bench/cmd/oncecall-bench). It is built with the same flags as
 // oncecall's bootstrap.
 package main
 

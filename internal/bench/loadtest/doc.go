@@ -11,5 +11,5 @@
 // exactly one ticket and one created answer.
 //
 // Start runs the real oncecall server binary on free loopback ports, for
-// tests and for make stress (cmd/oncecall-load).
+// tests and for make stress (internal/bench/cmd/oncecall-load).
 package loadtest

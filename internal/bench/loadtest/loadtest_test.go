@@ -2,7 +2,7 @@ package loadtest_test
 
 // These tests start the real server binary (cmd/oncecall, built by the test
 // with go build) on free loopback ports and talk to it over HTTP, from this
-// process and from separate client processes (cmd/oncecall-load), then count
+// process and from separate client processes (internal/bench/cmd/oncecall-load), then count
 // items in the store it used.
 
 import (
@@ -49,7 +49,7 @@ func (w withBinaries) Run() int {
 	}
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	bins, err := loadtest.Build(ctx, dir, "oncecall", "oncecall-load")
+	bins, err := loadtest.Build(ctx, dir, "cmd/oncecall", "internal/bench/cmd/oncecall-load")
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

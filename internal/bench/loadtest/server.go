@@ -162,10 +162,11 @@ func (s *Server) Kill() {
 	<-s.done
 }
 
-// Build compiles the module's commands (such as "oncecall") into dir and
-// returns their paths, in order. It runs the go command found on PATH or in
-// GOROOT from the module root that contains the working directory.
-func Build(ctx context.Context, dir string, commands ...string) ([]string, error) {
+// Build compiles the module's programs, named by their folder from the
+// module root (such as "cmd/oncecall"), into dir and returns the binaries'
+// paths, in order. It runs the go command found on PATH or in GOROOT from
+// the module root that contains the working directory.
+func Build(ctx context.Context, dir string, programs ...string) ([]string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		gobin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
@@ -175,11 +176,11 @@ func Build(ctx context.Context, dir string, commands ...string) ([]string, error
 		return nil, fmt.Errorf("loadtest: no module root: %w", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
-	paths := make([]string, len(commands))
+	paths := make([]string, len(programs))
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for i, c := range commands {
-		paths[i] = filepath.Join(dir, c)
-		args = append(args, "./cmd/"+c)
+	for i, p := range programs {
+		paths[i] = filepath.Join(dir, filepath.Base(p))
+		args = append(args, "./"+p)
 	}
 	cmd := exec.CommandContext(ctx, gobin, args...)
 	cmd.Dir = root

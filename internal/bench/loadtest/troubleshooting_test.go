@@ -239,7 +239,7 @@ func adminBin(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bins, err := loadtest.Build(ctx, t.TempDir(), "oncecall-admin")
+	bins, err := loadtest.Build(ctx, t.TempDir(), "cmd/oncecall-admin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // create_ticket on Powertools for AWS Lambda (TypeScript): the idempotency
 // utility with its DynamoDB persistence layer, served over HTTP on loopback
-// so that oncecall's benchmark (cmd/oncecall-bench) drives it with the same
+// so that oncecall's benchmark (internal/bench/cmd/oncecall-bench) drives it with the same
 // AIVAX callbacks it sends oncecall. Nonce verification is left out here, as
 // it is left out of oncecall for that comparison.
 //

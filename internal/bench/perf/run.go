@@ -132,7 +132,7 @@ func Run(ctx context.Context, o Options) error {
 		return nil
 	}
 	fmt.Fprintf(&doc, "# oncecall benchmarks\n\n")
-	fmt.Fprintf(&doc, "Written by `%s` (cmd/oncecall-bench) on %s; every figure below comes from that one run. "+
+	fmt.Fprintf(&doc, "Written by `%s` (internal/bench/cmd/oncecall-bench) on %s; every figure below comes from that one run. "+
 		"Timings are quoted as ratios against baselines measured in the same run, on loopback only.\n\n",
 		o.Command, started.Format("2006-01-02 15:04 UTC"))
 	doc.WriteString("## Machine\n\n")

@@ -19,7 +19,7 @@
 // external id, idempotency key and how many create requests carried that
 // key, and counts of requests and creations.
 //
-// It is never deployed: cmd/oncecall-helpdesk serves it standalone, `make
+// It is never deployed: internal/local/cmd/oncecall-helpdesk serves it standalone, `make
 // run` starts it in-process, and the adapters' tests run against it on a
 // loopback port. It keeps everything in memory and checks credentials only
 // when it is given some.

@@ -14,7 +14,7 @@ import (
 	"github.com/oncecall/oncecall/internal/delivery"
 )
 
-// DefaultAddr is where cmd/oncecall-helpdesk serves; DefaultControlAddr
+// DefaultAddr is where internal/local/cmd/oncecall-helpdesk serves; DefaultControlAddr
 // is where it serves the control API alone besides (Options.ControlAddr),
 // which a refuse fault leaves open.
 const (

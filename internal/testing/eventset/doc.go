@@ -4,7 +4,7 @@
 // (a duplicate, a get_ticket of the created ticket) names it, and the
 // created ticket's id is carried into the events that read it.
 //
-// `make invoke` (cmd/oncecall-invoke) and the tests in functions/callback
+// `make invoke` (internal/testing/cmd/oncecall-invoke) and the tests in functions/callback
 // both use it, so the files that people try by hand are the files the tests
 // assert.
 package eventset

@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // root is the module root, where the Makefile and events/ are.
-const root = "../.."
+const root = "../../../.."
 
 // eventFiles lists the event files of events/, without the manifest and the SAM
 // environment file beside them.
@@ -52,7 +52,7 @@ func makeDry(t *testing.T, event string) []string {
 		t.Fatalf("make -n invoke EVENT=%q: %v\n%s", event, err, out)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
-		if i := strings.Index(line, "./cmd/oncecall-invoke "); i >= 0 {
+		if i := strings.Index(line, "./internal/testing/cmd/oncecall-invoke "); i >= 0 {
 			var names []string
 			for _, f := range strings.Fields(line[i:])[1:] {
 				if strings.HasPrefix(f, "events/") {
