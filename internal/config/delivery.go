@@ -133,10 +133,14 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 		if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
 			bad(EnvDestinationURL, "must be an https:// URL")
 		}
-		credentialFree(v, bad)
 		d.URL = v
-		if strings.HasPrefix(v, "http://") {
-			d.AllowHTTP = plainHTTP(v, c.Local, bad)
+		if u, err := url.Parse(v); err != nil {
+			bad(EnvDestinationURL, "is not a URL")
+		} else {
+			credentialFree(u, v, bad)
+			if strings.HasPrefix(v, "http://") {
+				d.AllowHTTP = plainHTTP(u, c.Local, bad)
+			}
 		}
 	}
 	if d.Destination != DestinationRT && getenv(EnvRTQueue) != "" {
@@ -268,34 +272,24 @@ const DockerHost = "host.docker.internal"
 // the functions' environment, which Lambda shows to whoever may read their
 // configuration; a credential belongs in the destination secret. The
 // error never quotes the URL.
-func credentialFree(raw string, bad func(name, format string, args ...any)) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		bad(EnvDestinationURL, "is not a URL")
-		return
-	}
+func credentialFree(u *url.URL, raw string, bad func(name, format string, args ...any)) {
 	const fix = "put a credential in the destination secret (its token, sent as Authorization), never in the URL, which the function's configuration shows to whoever may read it"
 	switch {
 	case u.User != nil:
 		bad(EnvDestinationURL, "carries a user name or password: %s", fix)
 	case u.RawQuery != "" || u.ForceQuery:
 		bad(EnvDestinationURL, "carries a query string: %s; oncecall adds its own query to look tickets up", fix)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
+	case strings.Contains(raw, "#"): // u.Fragment is empty for a bare "#"
 		bad(EnvDestinationURL, "carries a fragment: remove it; %s", fix)
 	}
 }
 
-// plainHTTP checks a plain http DESTINATION_URL: accepted to a loopback
+// plainHTTP checks a plain http DESTINATION_URL, u: accepted to a loopback
 // host, and to DockerHost in a local run (local: DYNAMODB_ENDPOINT is a
 // local store, or the local server), which is what it returns; refused
 // otherwise, as the adapters would refuse it at start-up. The error never
 // quotes the URL, which may carry a token.
-func plainHTTP(raw string, local bool, bad func(name, format string, args ...any)) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		bad(EnvDestinationURL, "is not a URL")
-		return false
-	}
+func plainHTTP(u *url.URL, local bool, bad func(name, format string, args ...any)) bool {
 	host := u.Hostname()
 	switch {
 	case loopbackHost(host):
