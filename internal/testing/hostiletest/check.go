@@ -51,13 +51,21 @@ func (c Case) Check(status int, raw, sent []byte, secret string) []string {
 		}
 	}
 	if !c.Authorized {
-		// An answer may echo what the caller sent, nothing more.
-		if bytes.Contains(raw, []byte(secret)) && !bytes.Contains(sent, []byte(secret)) {
-			wrong = append(wrong, fmt.Sprintf("the seeded ticket id leaked: %s", raw))
-		}
-		if bytes.Contains(raw, []byte(SecretTitle)) {
-			wrong = append(wrong, fmt.Sprintf("the seeded title leaked: %s", raw))
-		}
+		wrong = append(wrong, leaks(raw, sent, secret)...)
+	}
+	return wrong
+}
+
+// leaks is what an answer raw to a caller not allowed to see the seeded
+// ticket discloses of it: an answer may echo what the caller sent, nothing
+// more.
+func leaks(raw, sent []byte, secret string) []string {
+	var wrong []string
+	if bytes.Contains(raw, []byte(secret)) && !bytes.Contains(sent, []byte(secret)) {
+		wrong = append(wrong, fmt.Sprintf("the seeded ticket id leaked: %s", raw))
+	}
+	if bytes.Contains(raw, []byte(SecretTitle)) {
+		wrong = append(wrong, fmt.Sprintf("the seeded title leaked: %s", raw))
 	}
 	return wrong
 }

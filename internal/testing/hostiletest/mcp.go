@@ -271,12 +271,7 @@ func (c MCPCase) Check(status int, raw, sent []byte, secret string) []string {
 		}
 	}
 	if !c.Authorized {
-		if bytes.Contains(raw, []byte(secret)) && !bytes.Contains(sent, []byte(secret)) {
-			wrong = append(wrong, fmt.Sprintf("the seeded ticket id leaked: %s", raw))
-		}
-		if bytes.Contains(raw, []byte(SecretTitle)) {
-			wrong = append(wrong, fmt.Sprintf("the seeded title leaked: %s", raw))
-		}
+		wrong = append(wrong, leaks(raw, sent, secret)...)
 	}
 	return wrong
 }
