@@ -261,12 +261,7 @@ func rtPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "| RT's own create, direct | %s | %s |\n", ms(r.Create.P50()), ms(r.Create.P99()))
 	fmt.Fprintf(w, "| delivery latency (ticket stamped → RT answered the create) | %s | %s |\n", ms(r.Latency.P50()), ms(r.Latency.P99()))
 	fmt.Fprintf(w, "| ticket stamped → delivery recorded (the created ticket checked) | %s | %s |\n\n", ms(r.Recorded.P50()), ms(r.Recorded.P99()))
-	perDelivery := func(run RTRun) float64 {
-		// The run's GetItems that are not the worker's: the callback
-		// reads user-a's record on every call.
-		userReads := int64(run.Created)
-		return float64(run.Requests["UpdateItem"]+run.Requests["GetItem"]-userReads) / float64(run.Delivered)
-	}
+	perDelivery := func(run RTRun) float64 { return workerRequests(run.Requests, run.Created, run.Delivered) }
 	fmt.Fprintf(w, "Store requests, counted at the store: %s per created call in the clean run; RT requests through the proxy: %s creates and %s searches per delivered ticket (the check of the created ticket; no lookup, since no answer was ambiguous). In a second run of %d tickets the proxy loses every first create's answer after RT made the ticket: %s creates and %s searches per delivered ticket (the lookup that finds it, three request timeouts later; no second create), and %s store requests per delivered ticket (two attempts, each a lease, a read and a result: the first ends `queued` for the lookup).\n\n",
 		Describe(r.Clean.Requests, r.Clean.Created), ftoa(float64(r.Clean.Creates)/float64(r.Clean.Delivered), 2), ftoa(float64(r.Clean.Searches)/float64(r.Clean.Delivered), 2),
 		r.Lost.Created, ftoa(float64(r.Lost.Creates)/float64(r.Lost.Delivered), 2), ftoa(float64(r.Lost.Searches)/float64(r.Lost.Delivered), 2), ftoa(perDelivery(r.Lost), 2))
