@@ -43,15 +43,18 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags="-s -w -buildid="
 # Where `make run` listens, each only when given; empty means the server's
 # own default: ADDR the callback, /functions and /mcp (127.0.0.1:3210),
 # DB_ADDR the local store (127.0.0.1:8000), HELPDESK_ADDR the local helpdesk
-# (127.0.0.1:8025; its control API takes the next port too) and RT_ADDR the
-# local Request Tracker (127.0.0.1:8030). For example:
+# (127.0.0.1:8025), HELPDESK_CONTROL_ADDR its control API alone (127.0.0.1:8026
+# with the default HELPDESK_ADDR, else a free port, which the log names) and
+# RT_ADDR the local Request Tracker (127.0.0.1:8030). For example:
 #   make run ADDR=127.0.0.1:3300 DB_ADDR=127.0.0.1:8100
 ADDR          ?=
 DB_ADDR       ?=
 HELPDESK_ADDR ?=
+HELPDESK_CONTROL_ADDR ?=
 RT_ADDR       ?=
 RUN_FLAGS = $(strip $(if $(ADDR),-addr $(ADDR)) $(if $(DB_ADDR),-db-addr $(DB_ADDR)) \
-	$(if $(HELPDESK_ADDR),-helpdesk-addr $(HELPDESK_ADDR)) $(if $(RT_ADDR),-rt-addr $(RT_ADDR)))
+	$(if $(HELPDESK_ADDR),-helpdesk-addr $(HELPDESK_ADDR)) $(if $(HELPDESK_CONTROL_ADDR),-helpdesk-control-addr $(HELPDESK_CONTROL_ADDR)) \
+	$(if $(RT_ADDR),-rt-addr $(RT_ADDR)))
 
 ## run: serve POST /callback, GET /functions and POST /mcp on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
 ## (DESTINATION=rt: delivering to a fresh local Request Tracker on 127.0.0.1:8030, installed first if need be;
