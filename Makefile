@@ -71,6 +71,33 @@ TEST_PACKAGES ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN 2>/dev/null || e
 test: dynoxide mcp-clients
 	$(GO) test -race -count=1 -p $(TEST_PACKAGES) ./...
 
+# test-under-load runs the suite (TEST_PKGS, every package by default) RUNS
+# times in a row, as make test runs it, while a CPU hog keeps every core
+# busy: HOG_PROCS shell busy loops (one per core), each stopped when the
+# target ends (Ctrl-C too: they are in make's process group) and in any
+# case by timeout after HOG_LIMIT. Each run's time and result are printed,
+# with the name of each failed test; the logs stay in a temporary folder.
+RUNS      ?= 10
+TEST_PKGS ?= ./...
+HOG_PROCS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+HOG_LIMIT ?= 3h
+
+.PHONY: test-under-load
+## test-under-load: make test's run of TEST_PKGS (./...) RUNS (10) times in a row while HOG_PROCS busy loops keep
+## every core busy; prints each run's time and every failed test by name, fails when any run failed
+test-under-load: dynoxide mcp-clients
+	@set -u; logs=$$(mktemp -d "$${TMPDIR:-/tmp}/oncecall-under-load.XXXXXX"); pids=""; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq $(HOG_PROCS)); do timeout $(HOG_LIMIT) sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	echo "== $(RUNS) runs of go test -race -count=1 -p $(TEST_PACKAGES) $(TEST_PKGS), $(HOG_PROCS) busy loops keeping the cores busy (each stops within $(HOG_LIMIT)); logs in $$logs"; \
+	failed=0; for r in $$(seq $(RUNS)); do \
+		start=$$(date +%s); \
+		if $(GO) test -race -count=1 -p $(TEST_PACKAGES) $(TEST_PKGS) >$$logs/run-$$r.log 2>&1; then res=ok; else res=FAIL; failed=$$((failed + 1)); fi; \
+		echo "run $$r/$(RUNS): $$res in $$(( $$(date +%s) - start ))s, load $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"; \
+		grep -E '^[[:space:]]*--- FAIL: |^FAIL[[:space:]]|^panic: ' $$logs/run-$$r.log | sed 's/^/    /' || true; \
+	done; \
+	echo "== $$failed of $(RUNS) runs failed (logs: $$logs)"; test $$failed -eq 0
+
 ## dynoxide: build the pinned store into .tools/dynoxide (once; see the README for how long), unless one is on PATH
 dynoxide: $(DYNOXIDE)
 
