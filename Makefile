@@ -43,15 +43,18 @@ LAMBDA_BUILD := -tags lambda.norpc -trimpath -ldflags="-s -w -buildid="
 # Where `make run` listens, each only when given; empty means the server's
 # own default: ADDR the callback, /functions and /mcp (127.0.0.1:3210),
 # DB_ADDR the local store (127.0.0.1:8000), HELPDESK_ADDR the local helpdesk
-# (127.0.0.1:8025; its control API takes the next port too) and RT_ADDR the
-# local Request Tracker (127.0.0.1:8030). For example:
+# (127.0.0.1:8025), HELPDESK_CONTROL_ADDR its control API alone (127.0.0.1:8026
+# with the default HELPDESK_ADDR, else a free port, which the log names) and
+# RT_ADDR the local Request Tracker (127.0.0.1:8030). For example:
 #   make run ADDR=127.0.0.1:3300 DB_ADDR=127.0.0.1:8100
 ADDR          ?=
 DB_ADDR       ?=
 HELPDESK_ADDR ?=
+HELPDESK_CONTROL_ADDR ?=
 RT_ADDR       ?=
 RUN_FLAGS = $(strip $(if $(ADDR),-addr $(ADDR)) $(if $(DB_ADDR),-db-addr $(DB_ADDR)) \
-	$(if $(HELPDESK_ADDR),-helpdesk-addr $(HELPDESK_ADDR)) $(if $(RT_ADDR),-rt-addr $(RT_ADDR)))
+	$(if $(HELPDESK_ADDR),-helpdesk-addr $(HELPDESK_ADDR)) $(if $(HELPDESK_CONTROL_ADDR),-helpdesk-control-addr $(HELPDESK_CONTROL_ADDR)) \
+	$(if $(RT_ADDR),-rt-addr $(RT_ADDR)))
 
 ## run: serve POST /callback, GET /functions and POST /mcp on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
 ## (DESTINATION=rt: delivering to a fresh local Request Tracker on 127.0.0.1:8030, installed first if need be;
@@ -67,6 +70,33 @@ TEST_PACKAGES ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN 2>/dev/null || e
 ## test: every test, with the race detector, over dynoxide (and the MCP clients the door is tested with)
 test: dynoxide mcp-clients
 	$(GO) test -race -count=1 -p $(TEST_PACKAGES) ./...
+
+# test-under-load runs the suite (TEST_PKGS, every package by default) RUNS
+# times in a row, as make test runs it, while a CPU hog keeps every core
+# busy: HOG_PROCS shell busy loops (one per core), each stopped when the
+# target ends (Ctrl-C too: they are in make's process group) and in any
+# case by timeout after HOG_LIMIT. Each run's time and result are printed,
+# with the name of each failed test; the logs stay in a temporary folder.
+RUNS      ?= 10
+TEST_PKGS ?= ./...
+HOG_PROCS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+HOG_LIMIT ?= 3h
+
+.PHONY: test-under-load
+## test-under-load: make test's run of TEST_PKGS (./...) RUNS (10) times in a row while HOG_PROCS busy loops keep
+## every core busy; prints each run's time and every failed test by name, fails when any run failed
+test-under-load: dynoxide mcp-clients
+	@set -u; logs=$$(mktemp -d "$${TMPDIR:-/tmp}/oncecall-under-load.XXXXXX"); pids=""; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq $(HOG_PROCS)); do timeout $(HOG_LIMIT) sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	echo "== $(RUNS) runs of go test -race -count=1 -p $(TEST_PACKAGES) $(TEST_PKGS), $(HOG_PROCS) busy loops keeping the cores busy (each stops within $(HOG_LIMIT)); logs in $$logs"; \
+	failed=0; for r in $$(seq $(RUNS)); do \
+		start=$$(date +%s); \
+		if $(GO) test -race -count=1 -p $(TEST_PACKAGES) $(TEST_PKGS) >$$logs/run-$$r.log 2>&1; then res=ok; else res=FAIL; failed=$$((failed + 1)); fi; \
+		echo "run $$r/$(RUNS): $$res in $$(( $$(date +%s) - start ))s, load $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"; \
+		grep -E '^[[:space:]]*--- FAIL: |^FAIL[[:space:]]|^panic: ' $$logs/run-$$r.log | sed 's/^/    /' || true; \
+	done; \
+	echo "== $$failed of $(RUNS) runs failed (logs: $$logs)"; test $$failed -eq 0
 
 ## dynoxide: build the pinned store into .tools/dynoxide (once; see the README for how long), unless one is on PATH
 dynoxide: $(DYNOXIDE)

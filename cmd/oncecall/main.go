@@ -76,7 +76,9 @@ func addFlags(fs *flag.FlagSet) (addr, dbAddr, hdAddr *string) {
 	addr = fs.String("addr", DefaultAddr, "address to serve POST /callback, GET /functions and POST /mcp on: loopback only by default. "+
 		"Another address (0.0.0.0:3210, a LAN address) exposes them to every host that can reach it, and with the local demo hook key, which is public, anyone there can create tickets: set HOOK_KEY (and MCP_TOKEN) first")
 	dbAddr = fs.String("db-addr", localdb.DefaultAddr, "address of the local store, dynoxide (unused when DYNAMODB_ENDPOINT is set)")
-	hdAddr = fs.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN); its control API also has the next port to itself")
+	hdAddr = fs.String("helpdesk-addr", helpdesk.DefaultAddr, "address of the local helpdesk (started when DESTINATION is set without DESTINATION_URL or ZENDESK_SUBDOMAIN)")
+	fs.StringVar(&hdControlAddr, "helpdesk-control-addr", "", "address of the local helpdesk's control API alone, open during a refuse fault (default: "+helpdesk.DefaultControlAddr+
+		" with the default -helpdesk-addr, else a free port on its host, logged as control_during_refuse)")
 	fs.StringVar(&rtAddr, "rt-addr", rtlocal.DefaultAddr, "address of the local Request Tracker (started when DESTINATION=rt is set without DESTINATION_URL)")
 	fs.StringVar(&templatePath, "template", "", "the SAM template whose stream, mapping and schedule a delivering run follows (default: template.yaml of the repository that holds the working directory)")
 	return addr, dbAddr, hdAddr
@@ -114,7 +116,7 @@ func run(addr, dbAddr, hdAddr string) error {
 		}
 		defer func() { _ = rtd.Close() }()
 	case local:
-		if hd, err = localHelpdesk(hdAddr, &cfg.Delivery); err != nil {
+		if hd, err = localHelpdesk(hdAddr, hdControlAddr, &cfg.Delivery); err != nil {
 			return err
 		}
 		defer func() { _ = hd.Close() }()
@@ -243,17 +245,27 @@ func wantsLocalHelpdesk(getenv func(string) string) bool {
 	return getenv(config.EnvDestination) != "" && getenv(config.EnvDestinationURL) == "" && getenv(config.EnvZendeskSubdomain) == ""
 }
 
-// localHelpdesk starts the local helpdesk on addr, behaving as d declares
+// hdControlAddr is the -helpdesk-control-addr flag.
+var hdControlAddr string
+
+// localHelpdesk starts the local helpdesk on addr, its control API alone
+// on ctl (helpdesk.ControlAddrFor(addr) when ""), behaving as d declares
 // (a webhook that deduplicates for d.DedupWindow and answers lookups if
 // d.Lookup; Zendesk's shape as Zendesk does), and points d at it.
-func localHelpdesk(addr string, d *config.Delivery) (*helpdesk.Server, error) {
+func localHelpdesk(addr, ctl string, d *config.Delivery) (*helpdesk.Server, error) {
 	caps := delivery.Capabilities{DedupWindow: 2 * time.Hour, Lookup: true}
 	if d.Destination == config.DestinationWebhook {
 		caps = delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup}
 	}
-	// The control API also has the next port to itself, where it stays
-	// reachable while a refuse fault closes addr.
-	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps, ControlAddr: helpdesk.ControlAddrFor(addr)})
+	if ctl == "" {
+		ctl = helpdesk.ControlAddrFor(addr)
+	}
+	// The control API stays reachable there while a refuse fault closes
+	// addr.
+	hd, err := helpdesk.Start(addr, helpdesk.Options{Capabilities: caps, ControlAddr: ctl})
+	if errors.Is(err, helpdesk.ErrControlAddr) {
+		return nil, startError("the local helpdesk's control API", ctl, "-helpdesk-control-addr", "HELPDESK_CONTROL_ADDR", "", err)
+	}
 	if err != nil {
 		return nil, startError("the local helpdesk", addr, "-helpdesk-addr", "HELPDESK_ADDR", config.EnvDestinationURL+" to deliver to another helpdesk", err)
 	}
@@ -298,8 +310,7 @@ func startError(what, addr, flag, makeVar, other string, err error) error {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%s on %s: %w", what, addr, err)
 	}
-	// The address that is taken may be another of what's (the local
-	// helpdesk's control address, the port after its own).
+	// The address taken is the one the listener's error names.
 	var op *net.OpError
 	if errors.As(err, &op) && op.Addr != nil {
 		addr = op.Addr.String()

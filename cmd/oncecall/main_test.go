@@ -3,10 +3,15 @@ package main
 import (
 	"flag"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/oncecall/oncecall/internal/config"
+	"github.com/oncecall/oncecall/internal/local/helpdesk"
 )
 
 // TestServesLoopbackOnly: without -addr the server listens on loopback
@@ -34,3 +39,47 @@ func TestServesLoopbackOnly(t *testing.T) {
 
 // TestMain fails the package when a goroutine outlives its tests.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestTheHelpdeskControlAPIHasAnAddressOfItsOwn: the local helpdesk moved
+// to HOST:PORT (HELPDESK_ADDR) starts while PORT+1 is busy, its control API
+// on a free port it names; the default helpdesk address keeps the
+// documented control address.
+func TestTheHelpdeskControlAPIHasAnAddressOfItsOwn(t *testing.T) {
+	if got := helpdesk.ControlAddrFor(helpdesk.DefaultAddr); got != helpdesk.DefaultControlAddr {
+		t.Errorf("ControlAddrFor(%s) = %s, want %s", helpdesk.DefaultAddr, got, helpdesk.DefaultControlAddr)
+	}
+	for attempt := 1; ; attempt++ {
+		// A port for the helpdesk, the port after it held busy meanwhile.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		next, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port+1)))
+		if err == nil { // else another process holds it: busy all the same
+			defer func() { _ = next.Close() }()
+		}
+		_ = ln.Close()
+		d := config.Delivery{Destination: config.DestinationWebhook}
+		hd, err := localHelpdesk(addr, "", &d)
+		if err != nil && strings.Contains(err.Error(), " on "+addr+":") && attempt < 3 {
+			continue // another process took the port this test picked for the helpdesk: pick again
+		}
+		if err != nil {
+			t.Fatalf("the local helpdesk on %s with the next port busy: %v", addr, err)
+		}
+		defer func() { _ = hd.Close() }()
+		if hd.Addr() != addr || hd.ControlURL() == hd.URL() || d.URL != hd.WebhookURL() {
+			t.Fatalf("helpdesk on %s, control API at %s, delivering to %s; want %s, an address of its own, the webhook", hd.Addr(), hd.ControlURL(), d.URL, addr)
+		}
+		resp, err := http.Get(hd.ControlURL() + helpdesk.ControlPath + "/capabilities")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the control API at %s answers %d", hd.ControlURL(), resp.StatusCode)
+		}
+		return
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -136,7 +135,7 @@ func Start(addr string, opts Options) (*Server, error) {
 	if opts.ControlAddr != "" {
 		if ctl, err = net.Listen("tcp", opts.ControlAddr); err != nil {
 			_ = ln.Close()
-			return nil, fmt.Errorf("helpdesk: control API: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrControlAddr, err)
 		}
 	}
 	if opts.Now == nil {
@@ -168,19 +167,23 @@ func Start(addr string, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// ControlAddrFor is the control address that goes with main: the next
-// port on the same host (DefaultControlAddr for DefaultAddr), or any free
-// port when main asks for any ("127.0.0.1:0").
+// ErrControlAddr is the error of a Start whose control address
+// (Options.ControlAddr) could not listen.
+var ErrControlAddr = errors.New("helpdesk: control API")
+
+// ControlAddrFor is the control address that goes with main when none is
+// asked for: DefaultControlAddr for DefaultAddr, else any free port on
+// main's host, which ControlURL reports once it listens. Never a port
+// guessed from main's: nothing would have checked that it was free.
 func ControlAddrFor(main string) string {
-	host, port, err := net.SplitHostPort(main)
+	if main == "" || main == DefaultAddr {
+		return DefaultControlAddr
+	}
+	host, _, err := net.SplitHostPort(main)
 	if err != nil {
 		return ""
 	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n <= 0 || n >= 65535 {
-		return net.JoinHostPort(host, "0")
-	}
-	return net.JoinHostPort(host, strconv.Itoa(n+1))
+	return net.JoinHostPort(host, "0")
 }
 
 // ControlURL is the base URL of the listener that serves the control API

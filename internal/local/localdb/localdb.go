@@ -115,8 +115,8 @@ func spawn(bin, addr string) (*Server, error) {
 }
 
 // FreePort returns a port on host that nothing listens on now (the
-// kernel's pick, closed again at once): a child process given it may meet
-// a clash with another and try again.
+// kernel's pick, closed again at once): a child process given it may find
+// it taken by another, and must then say so and be given another.
 func FreePort(host string) (string, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
@@ -126,9 +126,17 @@ func FreePort(host string) (string, error) {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
+// listeningLine is what dynoxide prints once it has bound its address
+// (without --log quiet), followed by http://host:port.
+const listeningLine = "Dynoxide listening on "
+
+// run starts bin on host:port and waits until that dynoxide says it
+// listens there. A connection is no proof: another process that took the
+// port would accept it too, and this dynoxide, finding the port taken,
+// would exit (spawn then tries another port).
 func run(bin, host, port string) (*Server, error) {
 	out := &lockedBuffer{}
-	cmd := exec.Command(bin, "serve", "--host", host, "--port", port, "--log", "quiet")
+	cmd := exec.Command(bin, "serve", "--host", host, "--port", port)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
@@ -137,13 +145,9 @@ func run(bin, host, port string) (*Server, error) {
 	s := &Server{URL: "http://" + net.JoinHostPort(host, port), cmd: cmd, exited: make(chan struct{}), out: out}
 	s.Direct = s.URL
 	go func() { _ = cmd.Wait(); close(s.exited) }()
+	listening := []byte(listeningLine + s.URL)
 	deadline := time.Now().Add(startTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return s, nil
-		}
+	for !bytes.Contains(out.Bytes(), listening) {
 		select {
 		case <-s.exited:
 			return nil, fmt.Errorf("localdb: dynoxide on %s:%s exited: %s", host, port, bytes.TrimSpace(out.Bytes()))
@@ -151,9 +155,10 @@ func run(bin, host, port string) (*Server, error) {
 		}
 		if time.Now().After(deadline) {
 			_ = s.Close()
-			return nil, fmt.Errorf("localdb: dynoxide on %s:%s did not answer within %s", host, port, startTimeout)
+			return nil, fmt.Errorf("localdb: dynoxide on %s:%s did not listen within %s", host, port, startTimeout)
 		}
 	}
+	return s, nil
 }
 
 // Close stops the store (and its front) and waits for it.

@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("oncecall-helpdesk", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", helpdesk.DefaultAddr, "address to listen on")
-	ctlAddr := fs.String("control-addr", "", "address that serves the control API alone, open during a refuse fault (default: the port after -addr's; \"none\" for none)")
+	ctlAddr := fs.String("control-addr", "", "address that serves the control API alone, open during a refuse fault (default: "+helpdesk.DefaultControlAddr+" with the default -addr, else a free port on -addr's host, logged as control_during_refuse; \"none\" for none)")
 	// The defaults are those of the helpdesk `make run DESTINATION=webhook`
 	// starts: the strictest webhook, which neither deduplicates nor
 	// answers lookups. Zendesk does both: -dedup-window 2h -lookup.

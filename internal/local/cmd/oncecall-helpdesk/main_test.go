@@ -39,8 +39,8 @@ func TestServesUntilCanceled(t *testing.T) {
 	case err := <-done:
 		t.Fatal(err)
 	}
-	// The control API has an address of its own besides (the port after
-	// -addr's; any free one here), which a refuse fault leaves open.
+	// The control API has an address of its own besides (a free port
+	// with -addr moved), which a refuse fault leaves open.
 	if s.ControlURL() == s.URL() {
 		t.Errorf("no control address of its own: %s", s.ControlURL())
 	}
