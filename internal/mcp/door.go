@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -239,24 +238,22 @@ func (d *Handler) refuseToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // strict parses the body as the callback parses its own: duplicate member
-// names, invalid UTF-8, nesting past protocol.MaxDepth and strings past
-// protocol.MaxStringBytes are refused here, because the SDK's decoder
-// would keep the last duplicate (a second _meta.request_id or nonce) or
-// replace bad bytes (a user id) silently. A problem inside params.arguments
-// is left to the tools/call handler, which answers it as a tool result the
-// model can correct. Two shapes the SDK would serve are refused too: a
-// batch, which only 2025-03-26 (not served) allows and the SDK accepts from
-// a client that names no version, and an id that is neither a string nor
-// an integer, which the SDK would answer under another id (1.5 as 1).
-// code is the JSON-RPC error of a refusal, msg says what is wrong; root is
-// the parsed body.
+// names, invalid UTF-8, nesting past protocol.MaxDepth, strings past
+// protocol.MaxStringBytes and more than MaxValues values are refused here,
+// because the SDK's decoder would keep the last duplicate (a second
+// _meta.request_id or nonce) or replace bad bytes (a user id) silently.
+// params.arguments alone is kept as sent (checked as JSON syntax): the
+// tools/call handler parses it under the same rules and answers a problem
+// there as a tool result the model can correct, while everything around
+// it is held to every rule whatever the arguments hold. Two shapes the SDK
+// would serve are refused too: a batch, which only 2025-03-26 (not served)
+// allows and the SDK accepts from a client that names no version, and an
+// id that is neither a string nor an integer, which the SDK would answer
+// under another id (1.5 as 1). code is the JSON-RPC error of a refusal,
+// msg says what is wrong; root is the parsed body.
 func strict(body []byte) (root map[string]any, code int64, msg string) {
-	doc, err := canonjson.Parse(body, limits)
+	doc, err := canonjson.Parse(body, envelopeLimits)
 	if err != nil {
-		var se *canonjson.Error
-		if errors.As(err, &se) && underArguments(se.Path) {
-			return nil, 0, ""
-		}
 		return nil, jsonrpc.CodeParseError, "parse error: " + clipPath(err.Error())
 	}
 	switch v := doc.(type) {
@@ -283,12 +280,28 @@ func validID(id any) bool {
 	return false
 }
 
-// limits are the callback's limits on any JSON it reads.
+// MaxValues bounds the values (objects, arrays, strings, numbers,
+// literals) of a /mcp body outside params.arguments, and those of the
+// arguments on their own: what an unauthenticated request costs the door
+// and the SDK's decoder grows with this count, not with the body's size
+// alone. A tools/call of AIVAX's has a few dozen.
+const MaxValues = 512
+
+// limits are the callback's limits on any JSON it reads, and MaxValues.
 var limits = canonjson.Limits{
 	MaxDepth:        protocol.MaxDepth,
 	MaxStringBytes:  protocol.MaxStringBytes,
 	MaxNumberLength: protocol.MaxNumberLength,
+	MaxValues:       MaxValues,
 }
+
+// envelopeLimits are limits for the whole body, params.arguments kept as
+// sent for the tools/call handler.
+var envelopeLimits = func() canonjson.Limits {
+	l := limits
+	l.Raw = []string{"params", "arguments"}
+	return l
+}()
 
 // Methods are the JSON-RPC methods a log line names; any other method is
 // logged as UnknownMethod, never as sent.

@@ -106,6 +106,14 @@ func MCPCases(n Nonces) []MCPCase {
 		rpc("meta", "duplicate nonce through an escape", call(std+`,"\u005faiv_nonce":"x"`), bad, rpcParse, `duplicate member name "_aiv_nonce"`),
 		rpc("meta", "user id of invalid UTF-8", call(valid+",\"_aiv_external_user_id\":\"user-\xff\","+rid), bad, rpcParse, "invalid UTF-8"),
 		rpc("meta", "nesting past the limit in _meta", call(std+`,"deep":`+nested), bad, rpcParse, "nesting deeper than 64 levels"),
+		// A problem inside params.arguments switches nothing off around
+		// it: the first arguments with a duplicate member, a clean second
+		// one, and two of each _meta field are refused whole.
+		rpc("envelope", "a broken arguments, then a clean one and two users", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_ticket","arguments":{"title":"x","title":"y"},"arguments":`+good+`,"_meta":{`+std+`,"_aiv_external_user_id":"user-b","request_id":"r-secret"}}}`), bad, rpcParse, `duplicate member name "arguments"`),
+		rpc("meta", "a broken arguments beside a duplicate request_id", mcpCall("create_ticket", `{"title":"x","title":"y"}`, std+`,"request_id":"r-secret"`), bad, rpcParse, `duplicate member name "request_id"`),
+		rpc("meta", "a broken arguments beside a user id of invalid UTF-8", mcpCall("create_ticket", `{"title":"x","title":"y"}`, valid+",\"_aiv_external_user_id\":\"user-\xff\","+rid), bad, rpcParse, "invalid UTF-8"),
+		rpc("envelope", "a broken arguments beside a fractional id", bytes.Replace(mcpCall("create_ticket", `{"title":"x","title":"y"}`, std), []byte(`"id":1`), []byte(`"id":1.5`), 1), bad, rpcInvalid, "id must be a string or an integer"),
+		rpc("arguments", "arguments that are not JSON", mcpCall("create_ticket", `{"title":}`, std), bad, rpcParse, "invalid JSON at params.arguments"),
 		// Not a JSON-RPC request: -32600.
 		// Not a JSON-RPC request: the door refuses a batch (2025-03-26, not
 		// served) and an id MCP does not allow; the SDK refuses the rest
