@@ -28,9 +28,10 @@ type Limits struct {
 	MaxValues int
 	// Raw, when set, names one value by the member names that lead to it
 	// from the top-level object (such as "params", "arguments"). That
-	// value is not parsed: it is checked as JSON syntax only and returned
-	// as Raw, its bytes as sent, for a reader that parses it on its own
-	// terms; everything around it is held to every rule above.
+	// value is not parsed: it is checked as JSON syntax only, its tokens
+	// (names and values) counted against a MaxValues of its own, and
+	// returned as Raw, its bytes as sent, for a reader that parses it on
+	// its own terms; everything around it is held to every rule above.
 	Raw []string
 }
 
@@ -329,13 +330,21 @@ func (p *parser) raw() (any, error) {
 // other token to the next delimiter. raw checks what it passed with
 // json.Valid.
 func (p *parser) skip() error {
-	depth := 0
+	depth, values := 0, 0
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return p.fail("unexpected end of input")
 		}
-		switch c := p.data[p.pos]; c {
+		c := p.data[p.pos]
+		if c != '}' && c != ']' && c != ',' && c != ':' && p.lim.MaxValues > 0 {
+			// Member names count too: the count bounds the work of a
+			// reader that parses this value later, as MaxValues does.
+			if values++; values > p.lim.MaxValues {
+				return p.fail(fmt.Sprintf("more than %d values", p.lim.MaxValues))
+			}
+		}
+		switch c {
 		case '"':
 			p.pos++
 			for p.pos < len(p.data) && p.data[p.pos] != '"' {

@@ -35,6 +35,14 @@ func TestRawKeepsOneValueAsSent(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.body, err, c.says)
 		}
 	}
+	// The value at Raw has a count of its own.
+	counted := Limits{MaxValues: 8, Raw: []string{"params", "arguments"}}
+	if _, err := Parse([]byte(`{"params":{"arguments":{"a":1,"b":2,"c":3}}}`), counted); err != nil {
+		t.Errorf("7 tokens in the arguments: %v", err)
+	}
+	if _, err := Parse([]byte(`{"params":{"arguments":{"a":{},"b":{},"c":{},"d":{},"e":{}}}}`), counted); err == nil || !strings.Contains(err.Error(), "more than 8 values at params.arguments") {
+		t.Errorf("11 tokens in the arguments: %v", err)
+	}
 	// The same names elsewhere are parsed as any value is.
 	if _, err := Parse([]byte(`{"x":{"params":{"arguments":{"a":1,"a":2}}}}`), lim); err == nil {
 		t.Error("a nested params.arguments was kept as sent")

@@ -97,3 +97,17 @@ func TestDocsSayWhatTheDoorClips(t *testing.T) {
 		t.Errorf("MaxRefusalBytes %d: the docs say 1 KiB", mcp.MaxRefusalBytes)
 	}
 }
+
+// TestSecuritySaysWhatAnUnauthenticatedRequestCosts: SECURITY.md's
+// sentence on the cost bound names the limit and the benchmark that
+// measures it (make bench's Go part checks the tenth).
+func TestSecuritySaysWhatAnUnauthenticatedRequestCosts(t *testing.T) {
+	raw, err := os.ReadFile("../../SECURITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "`mcp.MaxValues` (512 values outside `params.arguments`, 512 in them), counted before the SDK decodes anything: every shape measured stays under a tenth of one cost-9 BCrypt verification (`BenchmarkUnauthenticated`"
+	if !strings.Contains(strings.Join(strings.Fields(string(raw)), " "), want) || mcp.MaxValues != 512 {
+		t.Errorf("SECURITY.md no longer says %q (MaxValues %d)", want, mcp.MaxValues)
+	}
+}
