@@ -88,6 +88,7 @@ func TestDocsSayWhatTheDoorClips(t *testing.T) {
 		"Every refusal leaves the door under 1 KiB, the SDK's own included",
 		"clips each quoted value to 64 bytes and the message to about 240, and removes anything shaped as a nonce",
 		"| Unknown method | 400; at 2026-07-28: 404 | error `-32601` `… unsupported`, with the request's id |",
+		"a string over 32 KiB (outside the arguments, whatever the arguments hold), more than 512 values outside the arguments or in them (`mcp.MaxValues`) | 400 | error `-32700` |",
 	} {
 		if !strings.Contains(text, s) {
 			t.Errorf("docs/mcp.md no longer says %q", s)
