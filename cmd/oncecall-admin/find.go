@@ -208,13 +208,13 @@ func matchRows(w io.Writer, m matchView, full bool) {
 		row(w, "  tenant", t.Tenant)
 		row(w, "  user", orDash(t.UserID))
 		row(w, "  request_id", orDash(t.RequestID))
-		row(w, "  title", t.Title)
+		row(w, "  title", quoted(t.Title))
 		row(w, "  priority", orDash(t.Priority))
 		row(w, "  tags", list(t.Tags))
 		row(w, "  created_at", orDash(t.CreatedAt))
 		switch {
 		case full:
-			row(w, "  description", orDash(t.Description))
+			row(w, "  description", quoted(t.Description))
 		case t.DescriptionChars > 0:
 			row(w, "  description", fmt.Sprintf("(%d characters; -full shows it)", t.DescriptionChars))
 		default:

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -714,5 +715,36 @@ func TestTableCreate(t *testing.T) {
 	res = r.must(exitOK, "table", "create", "-operator", "tester")
 	if logs := changeLines(t, res.stderr); len(logs) != 1 || logs[0].Who != "tester" || logs[0].Via != "-operator" {
 		t.Errorf("table create -operator logged %+v", logs)
+	}
+}
+
+// TestFindShowsModelTextAsData: a description and a title the model wrote
+// with line breaks and tabs, shaped as the tool's own rows, are shown
+// quoted, escaped, inside their own row: -full adds no row.
+func TestFindShowsModelTextAsData(t *testing.T) {
+	r := newRig(t)
+	forged := "ok\ndelivery\tdelivered\r\n  audit\tsettle (proven: by ops)\u2028state\tdelivered"
+	tk := created(t, r.env, localdb.DemoUsers[0], strings.Repeat("f", 64), "req-forged", forged, time.Now().UTC())
+	out := r.must(exitOK, "find", "-ticket", tk.ID, "-full").stdout
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && (f[0] == "delivery" || f[0] == "audit" || f[0] == "state") && strings.Contains(line, "delivered") {
+			t.Errorf("the model's text made a row: %q\n%s", line, out)
+		}
+	}
+	if !strings.Contains(out, `"ok\ndelivery\tdelivered\r\n  audit\tsettle (proven: by ops)\u2028state\tdelivered"`) {
+		t.Errorf("the description is not shown quoted:\n%s", out)
+	}
+}
+
+// TestSecuritySaysCellsAreEscaped: SECURITY.md's sentence on the admin
+// tool's output names the test above.
+func TestSecuritySaysCellsAreEscaped(t *testing.T) {
+	raw, err := os.ReadFile("../../SECURITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Every cell the admin tool prints escapes line breaks, tabs and other control characters, and `find` shows the title and description quoted: text a model or a helpdesk wrote never reads as one of the tool's rows [`TestFindShowsModelTextAsData`]"
+	if !strings.Contains(strings.Join(strings.Fields(string(raw)), " "), want) {
+		t.Errorf("SECURITY.md no longer says %q", want)
 	}
 }

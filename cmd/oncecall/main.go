@@ -209,6 +209,9 @@ func run(addr, dbAddr, hdAddr string) error {
 	}
 	api := httpapi.New(h, cfg.PublicURL)
 	api.MCP = app.MCP(cfg, h)
+	// A web page the operator visits can reach loopback: the server
+	// refuses cross-origin requests, and on loopback foreign Host names.
+	api.Local, api.LoopbackHost = true, loopback(ln.Addr())
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: readHeaderTimeout,

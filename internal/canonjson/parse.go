@@ -1,6 +1,7 @@
 package canonjson
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -21,7 +22,22 @@ type Limits struct {
 	MaxStringBytes int
 	// MaxNumberLength bounds the length of a number literal, in bytes.
 	MaxNumberLength int
+	// MaxValues bounds how many values (objects, arrays, strings, numbers
+	// and literals, at any depth) a document holds, so that what parsing
+	// it costs grows with its count, not only its size.
+	MaxValues int
+	// Raw, when set, names one value by the member names that lead to it
+	// from the top-level object (such as "params", "arguments"). That
+	// value is not parsed: it is checked as JSON syntax only, its tokens
+	// (names and values) counted against a MaxValues of its own, and
+	// returned as Raw, its bytes as sent, for a reader that parses it on
+	// its own terms; everything around it is held to every rule above.
+	Raw []string
 }
+
+// Raw is a value Parse kept as sent, at Limits.Raw: valid JSON syntax,
+// held to no other rule. Append does not encode it.
+type Raw []byte
 
 // DefaultMaxDepth is the nesting limit used when Limits.MaxDepth is zero.
 const DefaultMaxDepth = 64
@@ -101,6 +117,8 @@ type parser struct {
 	lim  Limits
 	path []segment
 	buf  []byte // scratch for strings with escapes
+	// values counts the values parsed, against Limits.MaxValues.
+	values int
 }
 
 func (p *parser) fail(reason string) error {
@@ -141,6 +159,14 @@ func (p *parser) skipSpace() {
 }
 
 func (p *parser) value() (any, error) {
+	if p.lim.MaxValues > 0 {
+		if p.values++; p.values > p.lim.MaxValues {
+			return nil, p.fail(fmt.Sprintf("more than %d values in the document", p.lim.MaxValues))
+		}
+	}
+	if p.atRaw() {
+		return p.raw()
+	}
 	if p.pos >= len(p.data) {
 		if len(p.data) == 0 {
 			return nil, p.fail("empty input: expected a JSON value")
@@ -269,6 +295,88 @@ func (p *parser) array() (any, error) {
 			return arr, nil
 		default:
 			return nil, p.fail("expected ',' or ']' in an array")
+		}
+	}
+}
+
+// atRaw reports whether the value about to be parsed is at Limits.Raw.
+func (p *parser) atRaw() bool {
+	if len(p.lim.Raw) == 0 || len(p.path) != len(p.lim.Raw) {
+		return false
+	}
+	for i, s := range p.path {
+		if s.index >= 0 || s.name != p.lim.Raw[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// raw scans the value at p.pos as JSON syntax only and returns its bytes.
+func (p *parser) raw() (any, error) {
+	start := p.pos
+	if err := p.skip(); err != nil {
+		return nil, err
+	}
+	if !json.Valid(p.data[start:p.pos]) {
+		p.pos = start
+		return nil, p.fail("invalid JSON")
+	}
+	return Raw(p.data[start:p.pos]), nil
+}
+
+// skip moves past one value, following only its structure: strings to
+// their closing quote, arrays and objects to their closing bracket, any
+// other token to the next delimiter. raw checks what it passed with
+// json.Valid.
+func (p *parser) skip() error {
+	depth, values := 0, 0
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.data) {
+			return p.fail("unexpected end of input")
+		}
+		c := p.data[p.pos]
+		if c != '}' && c != ']' && c != ',' && c != ':' && p.lim.MaxValues > 0 {
+			// Member names count too: the count bounds the work of a
+			// reader that parses this value later, as MaxValues does.
+			if values++; values > p.lim.MaxValues {
+				return p.fail(fmt.Sprintf("more than %d values", p.lim.MaxValues))
+			}
+		}
+		switch c {
+		case '"':
+			p.pos++
+			for p.pos < len(p.data) && p.data[p.pos] != '"' {
+				if p.data[p.pos] == '\\' {
+					p.pos++
+				}
+				p.pos++
+			}
+			if p.pos >= len(p.data) {
+				return p.fail("unterminated string")
+			}
+			p.pos++
+		case '{', '[':
+			depth++
+			p.pos++
+			continue
+		case '}', ']':
+			depth--
+			p.pos++
+		case ',', ':':
+			p.pos++
+			continue
+		default:
+			for p.pos < len(p.data) && !strings.ContainsRune(" \t\r\n,:]}[{\"", rune(p.data[p.pos])) {
+				p.pos++
+			}
+		}
+		if depth <= 0 {
+			if depth < 0 {
+				return p.fail("unexpected end of a value")
+			}
+			return nil
 		}
 	}
 }

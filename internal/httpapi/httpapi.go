@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/subtle"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/canonjson"
 	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
@@ -46,7 +49,20 @@ type Server struct {
 	// without it reached the API around the edge (and its rate limit), and
 	// is refused 403 before anything else is done.
 	OriginToken string
+	// Local is set by the local server (cmd/oncecall), never on Lambda:
+	// a web page the operator visits can reach a server on loopback, so
+	// every route refuses a request with an Origin (browsers send one on
+	// a cross-origin POST, and on any fetch) that is not the server's own,
+	// and, when LoopbackHost is set too, a Host that is neither a loopback
+	// name nor PublicURL's (a DNS-rebinding page names its own).
+	Local, LoopbackHost bool
 }
+
+// Codes of the local server's refusals.
+const (
+	CodeHostNotLoopback = "host_not_loopback"
+	CodeCrossOrigin     = "cross_origin"
+)
 
 // New returns a Server for h.
 func New(h *callback.Handler, publicURL string) *Server {
@@ -80,6 +96,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Message: "this API is served through its edge only: call the stack's EdgeCallbackUrl and EdgeFunctionSourceUrl",
 		}))
 		return
+	}
+	if s.Local {
+		if msg := s.localRefusal(r); msg != "" {
+			code := CodeCrossOrigin
+			if strings.HasPrefix(msg, "Host") {
+				code = CodeHostNotLoopback
+			}
+			write(w, protocol.Refuse(&protocol.RequestError{Status: http.StatusForbidden, Code: code, Message: msg}))
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
 	defer cancel()
@@ -150,4 +176,42 @@ func write(w http.ResponseWriter, a protocol.Answer) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(a.Status)
 	_, _ = w.Write(a.Body)
+}
+
+// localRefusal says why the local server refuses r, "" when it does not.
+func (s *Server) localRefusal(r *http.Request) string {
+	if s.LoopbackHost && !loopbackHost(r.Host) && (s.PublicURL == "" || !strings.EqualFold(r.Host, hostOf(s.PublicURL))) {
+		return "Host " + canonjson.Clip(r.Host) + " is not this server's: the local server answers requests to a loopback name (localhost, 127.0.0.1, [::1]) or PUBLIC_URL's host only"
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" || strings.EqualFold(origin, "http://"+r.Host) {
+		return ""
+	}
+	if r.URL.Path == MCPPath {
+		return "" // the MCP door's own allow-list decides (MCP_ALLOWED_ORIGINS)
+	}
+	return "a request from the web page at Origin " + canonjson.Clip(origin) + " is refused: the local server serves programs, not browsers"
+}
+
+// loopbackHost reports whether host (a Host header, port optional) names
+// the loopback interface.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostOf is the host[:port] of a URL, "" if it has none.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }

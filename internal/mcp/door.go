@@ -6,10 +6,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,8 +190,11 @@ func (d *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var method string
+	var root map[string]any
 	if len(body) <= protocol.MaxBodyBytes {
-		root, code, msg := strict(body)
+		var code int64
+		var msg string
+		root, code, msg = strict(body)
 		if msg != "" {
 			writeError(w, http.StatusBadRequest, &jsonrpc.Error{Code: code, Message: msg})
 			note.Method, note.Outcome, note.Code, note.Status = logMethod(root), protocol.StatusRejected, rpcCode(int(code)), http.StatusBadRequest
@@ -204,6 +208,7 @@ func (d *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{ctx: r.Context(), nonce: strings.Join(r.Header.Values(protocol.NonceHeader), ",")}
 	rw := &recorder{ResponseWriter: w, x: x}
 	d.sdk().ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x)))
+	rw.finish(answerID(root))
 	if x.served.Load() {
 		return
 	}
@@ -239,24 +244,22 @@ func (d *Handler) refuseToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // strict parses the body as the callback parses its own: duplicate member
-// names, invalid UTF-8, nesting past protocol.MaxDepth and strings past
-// protocol.MaxStringBytes are refused here, because the SDK's decoder
-// would keep the last duplicate (a second _meta.request_id or nonce) or
-// replace bad bytes (a user id) silently. A problem inside params.arguments
-// is left to the tools/call handler, which answers it as a tool result the
-// model can correct. Two shapes the SDK would serve are refused too: a
-// batch, which only 2025-03-26 (not served) allows and the SDK accepts from
-// a client that names no version, and an id that is neither a string nor
-// an integer, which the SDK would answer under another id (1.5 as 1).
-// code is the JSON-RPC error of a refusal, msg says what is wrong; root is
-// the parsed body.
+// names, invalid UTF-8, nesting past protocol.MaxDepth, strings past
+// protocol.MaxStringBytes and more than MaxValues values are refused here,
+// because the SDK's decoder would keep the last duplicate (a second
+// _meta.request_id or nonce) or replace bad bytes (a user id) silently.
+// params.arguments alone is kept as sent (checked as JSON syntax): the
+// tools/call handler parses it under the same rules and answers a problem
+// there as a tool result the model can correct, while everything around
+// it is held to every rule whatever the arguments hold. Two shapes the SDK
+// would serve are refused too: a batch, which only 2025-03-26 (not served)
+// allows and the SDK accepts from a client that names no version, and an
+// id that is neither a string nor an integer, which the SDK would answer
+// under another id (1.5 as 1). code is the JSON-RPC error of a refusal,
+// msg says what is wrong; root is the parsed body.
 func strict(body []byte) (root map[string]any, code int64, msg string) {
-	doc, err := canonjson.Parse(body, limits)
+	doc, err := canonjson.Parse(body, envelopeLimits)
 	if err != nil {
-		var se *canonjson.Error
-		if errors.As(err, &se) && underArguments(se.Path) {
-			return nil, 0, ""
-		}
 		return nil, jsonrpc.CodeParseError, "parse error: " + clipPath(err.Error())
 	}
 	switch v := doc.(type) {
@@ -283,12 +286,28 @@ func validID(id any) bool {
 	return false
 }
 
-// limits are the callback's limits on any JSON it reads.
+// MaxValues bounds the values (objects, arrays, strings, numbers,
+// literals) of a /mcp body outside params.arguments, and those of the
+// arguments on their own: what an unauthenticated request costs the door
+// and the SDK's decoder grows with this count, not with the body's size
+// alone. A tools/call of AIVAX's has a few dozen.
+const MaxValues = 512
+
+// limits are the callback's limits on any JSON it reads, and MaxValues.
 var limits = canonjson.Limits{
 	MaxDepth:        protocol.MaxDepth,
 	MaxStringBytes:  protocol.MaxStringBytes,
 	MaxNumberLength: protocol.MaxNumberLength,
+	MaxValues:       MaxValues,
 }
+
+// envelopeLimits are limits for the whole body, params.arguments kept as
+// sent for the tools/call handler.
+var envelopeLimits = func() canonjson.Limits {
+	l := limits
+	l.Raw = []string{"params", "arguments"}
+	return l
+}()
 
 // Methods are the JSON-RPC methods a log line names; any other method is
 // logged as UnknownMethod, never as sent.
@@ -314,8 +333,9 @@ func logMethod(root map[string]any) string {
 	return UnknownMethod
 }
 
-// recorder passes the SDK's answer through, keeping its status and, for a
-// request the pipeline did not record, its body, to log the outcome.
+// recorder keeps the SDK's answer (one JSON body, or a plain-text
+// refusal: the handler answers in JSON, never a stream) until finish
+// writes it, so that every answer leaves the door bounded and clipped.
 type recorder struct {
 	http.ResponseWriter
 	x    *exchange
@@ -323,35 +343,131 @@ type recorder struct {
 	body []byte
 }
 
-// maxRecorded bounds the answer kept for the log: a tools/list result or
-// a refusal.
-const maxRecorded = 64 << 10
-
 func (rw *recorder) WriteHeader(code int) {
 	if rw.code == 0 {
 		rw.code = code
 	}
-	rw.ResponseWriter.WriteHeader(code)
 }
 
 func (rw *recorder) Write(b []byte) (int, error) {
 	if rw.code == 0 {
 		rw.code = http.StatusOK
 	}
-	if !rw.x.served.Load() && len(rw.body)+len(b) <= maxRecorded {
-		rw.body = append(rw.body, b...)
-	}
-	return rw.ResponseWriter.Write(b)
+	rw.body = append(rw.body, b...)
+	return len(b), nil
 }
 
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+// Flush does nothing: the answer is written whole by finish.
+func (rw *recorder) Flush() {}
 
 func (rw *recorder) status() int {
 	if rw.code == 0 {
 		return http.StatusOK
 	}
 	return rw.code
+}
+
+// finish writes the SDK's answer, a refusal made to keep SECURITY.md's
+// promises: a JSON-RPC error's message tidied (see tidy) and the answer
+// under MaxRefusalBytes; a plain-text refusal of the dispatcher (an
+// unknown method, an id where none belongs) to a request with an id
+// answered as the JSON-RPC error it is, with that id; any other plain
+// text tidied. id is the request's id as JSON, nil without one.
+func (rw *recorder) finish(id json.RawMessage) {
+	w, status := rw.ResponseWriter, rw.status()
+	var e struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   *jsonrpc.Error  `json:"error"`
+	}
+	plain := strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain")
+	switch {
+	case !plain && json.Unmarshal(rw.body, &e) == nil && e.Error != nil:
+		if msg := tidy(e.Error.Message); msg != e.Error.Message || len(rw.body) > MaxRefusalBytes {
+			e.Error.Message = msg
+			if b, _ := json.Marshal(e); len(b) > MaxRefusalBytes {
+				e.Error.Data = nil
+			}
+			rw.body, _ = json.Marshal(e)
+		}
+	case plain && status == http.StatusBadRequest && id != nil && dispatcherCode(rw.body) != 0:
+		b, _ := json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *jsonrpc.Error  `json:"error"`
+		}{"2.0", id, &jsonrpc.Error{Code: dispatcherCode(rw.body), Message: tidy(strings.TrimSpace(string(rw.body)))}})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Del("X-Content-Type-Options")
+		rw.body = b
+	case plain:
+		rw.body = []byte(tidy(strings.TrimSpace(string(rw.body))) + "\n")
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(status)
+	_, _ = w.Write(rw.body)
+}
+
+// MaxRefusalBytes bounds every refusal the door sends.
+const MaxRefusalBytes = 1024
+
+// The SDK's dispatcher refuses these in plain text, before any handler.
+const (
+	sdkNotHandled     = "JSON RPC not handled"
+	sdkInvalidRequest = "invalid request: "
+)
+
+// dispatcherCode is the JSON-RPC code of a plain-text refusal of the
+// SDK's dispatcher, 0 for any other text.
+func dispatcherCode(text []byte) int64 {
+	switch {
+	case bytes.HasPrefix(text, []byte(sdkNotHandled)):
+		return jsonrpc.CodeMethodNotFound
+	case bytes.HasPrefix(text, []byte(sdkInvalidRequest)):
+		return jsonrpc.CodeInvalidRequest
+	}
+	return 0
+}
+
+// answerID is the id of the request root, as JSON, or nil.
+func answerID(root map[string]any) json.RawMessage {
+	id, ok := root["id"]
+	if !ok || !validID(id) {
+		return nil
+	}
+	if f, ok := id.(float64); ok {
+		return json.RawMessage(strconv.FormatInt(int64(f), 10))
+	}
+	b, _ := json.Marshal(id)
+	return b
+}
+
+// sdkEcho is where the SDK quotes the params it could not decode, whole.
+const sdkEcho = "unmarshaling "
+
+// quoted is a Go-quoted string in a message of the SDK's.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// nonceLike is a BCrypt hash, or the start of one.
+var nonceLike = regexp.MustCompile(`\$2[abxy]?\$[0-9]{2}\$[./A-Za-z0-9]*`)
+
+// tidy shortens a message the SDK wrote: the params it echoes whole
+// (nonce included) are left out, every quoted value is clipped to 64
+// bytes, anything shaped as a nonce is removed, and the whole is clipped
+// as a parse error is (clipPath).
+func tidy(msg string) string {
+	if i := strings.Index(msg, sdkEcho+`"`); i >= 0 {
+		if q, err := strconv.QuotedPrefix(msg[i+len(sdkEcho):]); err == nil {
+			msg = msg[:i] + sdkEcho + "params" + msg[i+len(sdkEcho)+len(q):]
+		}
+	}
+	msg = quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		if len(q) <= 66 {
+			return q
+		}
+		return clip(q[1 : len(q)-1])
+	})
+	msg = nonceLike.ReplaceAllString(msg, "(nonce)")
+	return clipPath(msg)
 }
 
 // outcome reads the recorded answer of a request that ran no call.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -71,5 +72,43 @@ func TestHostileCatalogue(t *testing.T) {
 		if strings.Contains(logs, s) {
 			t.Errorf("the log contains %q", s)
 		}
+	}
+}
+
+// TestDocsSayWhatTheDoorClips: docs/mcp.md's sentences on clipped
+// refusals and unknown methods hold for the constants and the catalogue
+// above (TestHostileCatalogue checks every refusal against them).
+func TestDocsSayWhatTheDoorClips(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/mcp.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(raw)), " ")
+	for _, s := range []string{
+		"Every refusal leaves the door under 1 KiB, the SDK's own included",
+		"clips each quoted value to 64 bytes and the message to about 240, and removes anything shaped as a nonce",
+		"| Unknown method | 400; at 2026-07-28: 404 | error `-32601` `… unsupported`, with the request's id |",
+		"a string over 32 KiB (outside the arguments, whatever the arguments hold), more than 512 values outside the arguments or in them (`mcp.MaxValues`) | 400 | error `-32700` |",
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("docs/mcp.md no longer says %q", s)
+		}
+	}
+	if mcp.MaxRefusalBytes != 1024 || hostiletest.MaxAnswerBytes != mcp.MaxRefusalBytes {
+		t.Errorf("MaxRefusalBytes %d: the docs say 1 KiB", mcp.MaxRefusalBytes)
+	}
+}
+
+// TestSecuritySaysWhatAnUnauthenticatedRequestCosts: SECURITY.md's
+// sentence on the cost bound names the limit and the benchmark that
+// measures it (make bench's Go part checks the tenth).
+func TestSecuritySaysWhatAnUnauthenticatedRequestCosts(t *testing.T) {
+	raw, err := os.ReadFile("../../SECURITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "`mcp.MaxValues` (512 values outside `params.arguments`, 512 in them), counted before the SDK decodes anything: every shape measured stays under a tenth of one cost-9 BCrypt verification (`BenchmarkUnauthenticated`"
+	if !strings.Contains(strings.Join(strings.Fields(string(raw)), " "), want) || mcp.MaxValues != 512 {
+		t.Errorf("SECURITY.md no longer says %q (MaxValues %d)", want, mcp.MaxValues)
 	}
 }

@@ -214,10 +214,6 @@ func pathSuffix(p string) string {
 	return "." + p
 }
 
-func underArguments(path string) bool {
-	return path == argumentsPath || strings.HasPrefix(path, argumentsPath+".") || strings.HasPrefix(path, argumentsPath+"[")
-}
-
 func invalidParams(msg string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
 }

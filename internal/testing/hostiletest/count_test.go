@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,18 @@ func TestDocumentsGiveTheCatalogueSize(t *testing.T) {
 		if got, _ := strconv.Atoi(string(m[1])); got != size {
 			t.Errorf("%s says the catalogue has %d cases; it has %d", file, got, size)
 		}
+	}
+}
+
+// TestSecuritySaysTheSDKsRefusalsAreClipped: SECURITY.md's sentence on
+// the MCP SDK's refusals, which the MCP catalogue's cases check.
+func TestSecuritySaysTheSDKsRefusalsAreClipped(t *testing.T) {
+	raw, err := os.ReadFile("../../../SECURITY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "on `/mcp` that holds for the refusals the MCP SDK writes too, none quotes a nonce, and an unknown method is answered `-32601` with the request's id at every version served"
+	if !regexp.MustCompile(regexp.QuoteMeta(want)).Match([]byte(strings.Join(strings.Fields(string(raw)), " "))) {
+		t.Errorf("SECURITY.md no longer says %q", want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/oncecall/oncecall/internal/protocol"
@@ -106,6 +107,14 @@ func MCPCases(n Nonces) []MCPCase {
 		rpc("meta", "duplicate nonce through an escape", call(std+`,"\u005faiv_nonce":"x"`), bad, rpcParse, `duplicate member name "_aiv_nonce"`),
 		rpc("meta", "user id of invalid UTF-8", call(valid+",\"_aiv_external_user_id\":\"user-\xff\","+rid), bad, rpcParse, "invalid UTF-8"),
 		rpc("meta", "nesting past the limit in _meta", call(std+`,"deep":`+nested), bad, rpcParse, "nesting deeper than 64 levels"),
+		// A problem inside params.arguments switches nothing off around
+		// it: the first arguments with a duplicate member, a clean second
+		// one, and two of each _meta field are refused whole.
+		rpc("envelope", "a broken arguments, then a clean one and two users", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_ticket","arguments":{"title":"x","title":"y"},"arguments":`+good+`,"_meta":{`+std+`,"_aiv_external_user_id":"user-b","request_id":"r-secret"}}}`), bad, rpcParse, `duplicate member name "arguments"`),
+		rpc("meta", "a broken arguments beside a duplicate request_id", mcpCall("create_ticket", `{"title":"x","title":"y"}`, std+`,"request_id":"r-secret"`), bad, rpcParse, `duplicate member name "request_id"`),
+		rpc("meta", "a broken arguments beside a user id of invalid UTF-8", mcpCall("create_ticket", `{"title":"x","title":"y"}`, valid+",\"_aiv_external_user_id\":\"user-\xff\","+rid), bad, rpcParse, "invalid UTF-8"),
+		rpc("envelope", "a broken arguments beside a fractional id", bytes.Replace(mcpCall("create_ticket", `{"title":"x","title":"y"}`, std), []byte(`"id":1`), []byte(`"id":1.5`), 1), bad, rpcInvalid, "id must be a string or an integer"),
+		rpc("arguments", "arguments that are not JSON", mcpCall("create_ticket", `{"title":}`, std), bad, rpcParse, "invalid JSON at params.arguments"),
 		// Not a JSON-RPC request: -32600.
 		// Not a JSON-RPC request: the door refuses a batch (2025-03-26, not
 		// served) and an id MCP does not allow; the SDK refuses the rest
@@ -122,10 +131,17 @@ func MCPCases(n Nonces) []MCPCase {
 		// An id without a method reads as a response to the server: accepted, no answer.
 		plain("envelope", "method missing", bytes.Replace(call(std), []byte(`"method":"tools/call",`), nil, 1), http.StatusAccepted, ""),
 		plain("envelope", "body past the size limit", mcpCall("create_ticket", `{"title":"x","description":"`+strings.Repeat("d", protocol.MaxBodyBytes)+`"}`, std), http.StatusRequestEntityTooLarge, "request body exceeds 131072 bytes"),
-		// Unknown methods: before 2026-07-28 a transport refusal; from
-		// 2026-07-28 a 404 with -32601.
-		plain("envelope", "unknown method", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"tools/delete"`), 1), bad, "unsupported"),
-		plain("envelope", "method in another case", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"Tools/Call"`), 1), bad, "unsupported"),
+		// Unknown methods: -32601 with the request's id, at every version
+		// (from 2026-07-28 in a 404, as the SDK answers).
+		rpc("envelope", "unknown method", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"tools/delete"`), 1), bad, rpcMethod, "unsupported"),
+		rpc("envelope", "method in another case", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"Tools/Call"`), 1), bad, rpcMethod, "unsupported"),
+		{Name: "unknown method at 2025-06-18", Area: "envelope", Body: []byte(`{"jsonrpc":"2.0","id":"q-7","method":"foo/bar"}`),
+			Headers: []Header{{"MCP-Protocol-Version", "2025-06-18"}}, Status: bad, RPCCode: rpcMethod, Fix: `"foo/bar" unsupported`},
+		rpc("envelope", "an id on a notification", []byte(`{"jsonrpc":"2.0","id":9,"method":"notifications/initialized"}`), bad, rpcInvalid, "unexpected id"),
+		// What the SDK echoes is clipped, and never a nonce.
+		rpc("envelope", "a long unknown method", bytes.Replace(call(std), []byte(`"tools/call"`), []byte(`"`+strings.Repeat("m", 30000)+`"`), 1), bad, rpcMethod, "unsupported"),
+		rpc("params", "params of the wrong shape beside a nonce and 60 KB", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,"arguments":{},"_meta":{`+std+`,"pad":"`+strings.Repeat("p", 30000)+`","pad2":"`+strings.Repeat("p", 30000)+`"}}}`), ok, rpcParams, "invalid params"),
+		plain("envelope", "jsonrpc a long string", bytes.Replace(call(std), []byte(`"2.0"`), []byte(`"`+strings.Repeat("v", 30000)+`"`), 1), bad, `expected "2.0"`),
 		{Name: "unknown method at 2026-07-28", Area: "envelope", Body: bytes.Replace(call(std+`,"io.modelcontextprotocol/protocolVersion":"2026-07-28"`), []byte(`"tools/call"`), []byte(`"tools/delete"`), 1),
 			Headers: []Header{{"MCP-Protocol-Version", "2026-07-28"}}, Status: http.StatusNotFound, RPCCode: rpcMethod, Fix: "unsupported"},
 		// Params the door cannot map: -32602.
@@ -273,5 +289,13 @@ func (c MCPCase) Check(status int, raw, sent []byte, secret string) []string {
 	if !c.Authorized {
 		wrong = append(wrong, leaks(raw, sent, secret)...)
 	}
+	if c.Code != "" || c.RPCCode != 0 || c.Plain {
+		if m := nonceLike.Find(raw); m != nil {
+			wrong = append(wrong, fmt.Sprintf("the refusal quotes a nonce: %q", m))
+		}
+	}
 	return wrong
 }
+
+// nonceLike is a BCrypt hash or the start of one.
+var nonceLike = regexp.MustCompile(`\$2[abxy]?\$[0-9]{2}\$`)
