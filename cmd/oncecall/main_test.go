@@ -32,5 +32,39 @@ func TestServesLoopbackOnly(t *testing.T) {
 	}
 }
 
+// TestStoreClash: with DYNAMODB_ENDPOINT set and -db-addr given (make run
+// DB_ADDR=…), the start says that the endpoint won, as it does for the
+// admin tool, and how to have the local store instead; with one of them
+// alone it says nothing.
+func TestStoreClash(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		endpoint string
+		clash    bool
+	}{
+		{[]string{"-db-addr", "127.0.0.1:8100"}, "http://127.0.0.1:8000", true},
+		{nil, "http://127.0.0.1:8000", false},
+		{[]string{"-db-addr", "127.0.0.1:8100"}, "", false},
+	} {
+		fs := flag.NewFlagSet("oncecall", flag.ContinueOnError)
+		addFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		note := storeClash(fs, c.endpoint)
+		if !c.clash {
+			if note != "" {
+				t.Errorf("%v with DYNAMODB_ENDPOINT=%q: %q", c.args, c.endpoint, note)
+			}
+			continue
+		}
+		for _, want := range []string{"DYNAMODB_ENDPOINT=http://127.0.0.1:8000 is set, and wins", "-db-addr 127.0.0.1:8100 (DB_ADDR) is not used", "unset DYNAMODB_ENDPOINT"} {
+			if !strings.Contains(note, want) {
+				t.Errorf("the clash note %q does not say %q", note, want)
+			}
+		}
+	}
+}
+
 // TestMain fails the package when a goroutine outlives its tests.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
