@@ -3,10 +3,14 @@ package main
 import (
 	"flag"
 	"net"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/oncecall/oncecall/internal/testing/doctest"
 )
 
 // TestServesLoopbackOnly: without -addr the server listens on loopback
@@ -68,3 +72,47 @@ func TestStoreClash(t *testing.T) {
 
 // TestMain fails the package when a goroutine outlives its tests.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestMakeRunVariables: docs/configuration.md's table of make run's
+// variables has one row per variable the Makefile passes as a flag, with
+// that flag and the flag's default.
+func TestMakeRunVariables(t *testing.T) {
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, ok := doctest.Section(string(page), "## make run's variables")
+	if !ok {
+		t.Fatal("docs/configuration.md has no make run's variables section")
+	}
+	rows := map[string][]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `(-[a-z-]+)` \\| `([^`]*)` \\|").FindAllStringSubmatch(section, -1) {
+		rows[m[1]] = m[2:]
+	}
+	fs := flag.NewFlagSet("oncecall", flag.ContinueOnError)
+	addFlags(fs)
+	passed := regexp.MustCompile(`\$\(if \$\(([A-Z_]+)\),(-[a-z-]+) \$\(([A-Z_]+)\)\)`).FindAllStringSubmatch(string(makefile), -1)
+	if len(passed) < 4 {
+		t.Fatalf("the Makefile passes %d variables to make run", len(passed))
+	}
+	for _, p := range passed {
+		f := fs.Lookup(strings.TrimPrefix(p[2], "-"))
+		row, ok := rows[p[1]]
+		switch {
+		case f == nil:
+			t.Errorf("the Makefile passes %s as %s, which cmd/oncecall does not declare", p[1], p[2])
+		case !ok:
+			t.Errorf("docs/configuration.md's table leaves out %s", p[1])
+		case row[0] != p[2] || row[1] != f.DefValue:
+			t.Errorf("docs/configuration.md: %s is %s, default %s; the Makefile passes %s, whose default is %s", p[1], row[0], row[1], p[2], f.DefValue)
+		}
+		delete(rows, p[1])
+	}
+	for v := range rows {
+		t.Errorf("docs/configuration.md's table names %s, which make run does not pass", v)
+	}
+}
