@@ -59,7 +59,9 @@ RUN_FLAGS = $(strip $(if $(ADDR),-addr $(ADDR)) $(if $(DB_ADDR),-db-addr $(DB_AD
 ## run: serve POST /callback, GET /functions and POST /mcp on 127.0.0.1:3210 over dynoxide on 127.0.0.1:8000
 ## (DESTINATION=rt: delivering to a fresh local Request Tracker on 127.0.0.1:8030, installed first if need be;
 ## ADDR, DB_ADDR, HELPDESK_ADDR and RT_ADDR move them)
-run: dynoxide $(if $(filter rt,$(DESTINATION)),rt-install)
+# rt-install only when the run starts its own RT: DESTINATION=rt without a
+# DESTINATION_URL (from the command line or the environment).
+run: dynoxide $(if $(and $(filter rt,$(DESTINATION)),$(if $(DESTINATION_URL),,local)),rt-install)
 	$(GO) run ./cmd/oncecall$(if $(RUN_FLAGS), $(RUN_FLAGS))
 
 # TEST_PACKAGES: test binaries run at once. Twice the cores: many tests wait

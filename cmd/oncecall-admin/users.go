@@ -29,6 +29,8 @@ type userView struct {
 	Active    bool     `json:"active"`
 	Functions []string `json:"functions"`
 	Version   int64    `json:"version"`
+	// Deleted: the record shown is the one user delete removed.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 func viewUser(r dynamo.UserRecord) userView {
@@ -51,7 +53,11 @@ func userRows(w io.Writer, u userView) {
 	row(w, "id", u.ID)
 	row(w, "tenant", u.Tenant)
 	row(w, "name", orDash(u.Name))
-	row(w, "state", state(u.Active))
+	if u.Deleted {
+		row(w, "state", "deleted (was "+state(u.Active)+")")
+	} else {
+		row(w, "state", state(u.Active))
+	}
 	row(w, "functions", list(u.Functions))
 	row(w, "version", strconv.FormatInt(u.Version, 10))
 }
@@ -453,6 +459,7 @@ func userDelete(fs *flag.FlagSet) action {
 				return err
 			}
 			v := viewUser(read)
+			v.Deleted = true
 			return s.emit(changed{Changed: deleted, User: v, WaitedSeconds: waited}, func(tw io.Writer) {
 				fmt.Fprintf(tw, "deleted user %s (version %d) from %s; every call of %s is refused as unknown\n", *id, read.Version, s.target, *id)
 				afterWait(tw, *id, waited)

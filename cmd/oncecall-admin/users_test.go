@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -126,6 +127,17 @@ func TestUserDelete(t *testing.T) {
 	}
 	if !strings.Contains(res.stdout, "deleted user user-b (version 0)") {
 		t.Errorf("delete printed %s", res.stdout)
+	}
+	// The record it prints is the one it removed, shown as removed, with
+	// or without the wait.
+	r.must(exitOK, "user", "add", "-id", "user-g", "-tenant", "acme", "-functions", "create_ticket")
+	quick := r.must(exitOK, "user", "delete", "-id", "user-g", "-no-wait")
+	if !regexp.MustCompile(`(?m)^state\s+deleted \(was active\)$`).MatchString(quick.stdout) {
+		t.Errorf("delete -no-wait printed the deleted record as\n%s", quick.stdout)
+	}
+	js := r.must(exitOK, "user", "delete", "-id", "user-c", "-no-wait", "-json")
+	if !strings.Contains(js.stdout, `"deleted": true`) {
+		t.Errorf("delete -json printed %s", js.stdout)
 	}
 	r.waits = nil
 	gone := r.must(exitNotFound, "user", "delete", "-id", "user-b")

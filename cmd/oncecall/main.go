@@ -65,10 +65,27 @@ const DefaultAddr = "127.0.0.1:3210"
 func main() {
 	addr, dbAddr, hdAddr := addFlags(flag.CommandLine)
 	flag.Parse()
+	if note := storeClash(flag.CommandLine, os.Getenv(config.EnvEndpoint)); note != "" {
+		fmt.Fprintln(os.Stderr, "oncecall:", note)
+	}
 	if err := run(*addr, *dbAddr, *hdAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "oncecall:", err)
 		os.Exit(1)
 	}
+}
+
+// storeClash is what a start says when both DYNAMODB_ENDPOINT (endpoint)
+// and -db-addr (make run's DB_ADDR) name a store: the endpoint wins, as it
+// does for the admin tool, and the note says how to have the other. It is
+// "" when at most one of them is given.
+func storeClash(fs *flag.FlagSet, endpoint string) string {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "db-addr" })
+	if !given || endpoint == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s=%s is set, and wins: the store is there, as for oncecall-admin, and -db-addr %s (DB_ADDR) is not used. "+
+		"To start the local store on %s instead, unset %s", config.EnvEndpoint, endpoint, fs.Lookup("db-addr").Value, fs.Lookup("db-addr").Value, config.EnvEndpoint)
 }
 
 // addFlags declares the command's flags on fs.

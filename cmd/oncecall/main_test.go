@@ -4,6 +4,8 @@ import (
 	"flag"
 	"net"
 	"net/http"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/local/helpdesk"
+	"github.com/oncecall/oncecall/internal/testing/doctest"
 )
 
 // TestServesLoopbackOnly: without -addr the server listens on loopback
@@ -34,6 +37,40 @@ func TestServesLoopbackOnly(t *testing.T) {
 	addFlags(fs)
 	if f := fs.Lookup("addr"); f == nil || f.DefValue != DefaultAddr || !strings.Contains(f.Usage, "loopback only by default") || !strings.Contains(f.Usage, "exposes") {
 		t.Errorf("-addr: %+v", f)
+	}
+}
+
+// TestStoreClash: with DYNAMODB_ENDPOINT set and -db-addr given (make run
+// DB_ADDR=…), the start says that the endpoint won, as it does for the
+// admin tool, and how to have the local store instead; with one of them
+// alone it says nothing.
+func TestStoreClash(t *testing.T) {
+	for _, c := range []struct {
+		args     []string
+		endpoint string
+		clash    bool
+	}{
+		{[]string{"-db-addr", "127.0.0.1:8100"}, "http://127.0.0.1:8000", true},
+		{nil, "http://127.0.0.1:8000", false},
+		{[]string{"-db-addr", "127.0.0.1:8100"}, "", false},
+	} {
+		fs := flag.NewFlagSet("oncecall", flag.ContinueOnError)
+		addFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		note := storeClash(fs, c.endpoint)
+		if !c.clash {
+			if note != "" {
+				t.Errorf("%v with DYNAMODB_ENDPOINT=%q: %q", c.args, c.endpoint, note)
+			}
+			continue
+		}
+		for _, want := range []string{"DYNAMODB_ENDPOINT=http://127.0.0.1:8000 is set, and wins", "-db-addr 127.0.0.1:8100 (DB_ADDR) is not used", "unset DYNAMODB_ENDPOINT"} {
+			if !strings.Contains(note, want) {
+				t.Errorf("the clash note %q does not say %q", note, want)
+			}
+		}
 	}
 }
 
@@ -81,5 +118,49 @@ func TestTheHelpdeskControlAPIHasAnAddressOfItsOwn(t *testing.T) {
 			t.Fatalf("the control API at %s answers %d", hd.ControlURL(), resp.StatusCode)
 		}
 		return
+	}
+}
+
+// TestMakeRunVariables: docs/configuration.md's table of make run's
+// variables has one row per variable the Makefile passes as a flag, with
+// that flag and the flag's default.
+func TestMakeRunVariables(t *testing.T) {
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, ok := doctest.Section(string(page), "## make run's variables")
+	if !ok {
+		t.Fatal("docs/configuration.md has no make run's variables section")
+	}
+	rows := map[string][]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `(-[a-z-]+)` \\| `([^`]*)` \\|").FindAllStringSubmatch(section, -1) {
+		rows[m[1]] = m[2:]
+	}
+	fs := flag.NewFlagSet("oncecall", flag.ContinueOnError)
+	addFlags(fs)
+	passed := regexp.MustCompile(`\$\(if \$\(([A-Z_]+)\),(-[a-z-]+) \$\(([A-Z_]+)\)\)`).FindAllStringSubmatch(string(makefile), -1)
+	if len(passed) < 4 {
+		t.Fatalf("the Makefile passes %d variables to make run", len(passed))
+	}
+	for _, p := range passed {
+		f := fs.Lookup(strings.TrimPrefix(p[2], "-"))
+		row, ok := rows[p[1]]
+		switch {
+		case f == nil:
+			t.Errorf("the Makefile passes %s as %s, which cmd/oncecall does not declare", p[1], p[2])
+		case !ok:
+			t.Errorf("docs/configuration.md's table leaves out %s", p[1])
+		case row[0] != p[2] || row[1] != f.DefValue:
+			t.Errorf("docs/configuration.md: %s is %s, default %s; the Makefile passes %s, whose default is %s", p[1], row[0], row[1], p[2], f.DefValue)
+		}
+		delete(rows, p[1])
+	}
+	for v := range rows {
+		t.Errorf("docs/configuration.md's table names %s, which make run does not pass", v)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1100,6 +1101,42 @@ func TestDocsNameTheTemplate(t *testing.T) {
 	// The deploy page's opening, before its first section, names every
 	// route of the HTTP API.
 	deploy := string(readFile(t, "../../docs/deploy.md"))
+	// Its list of the stack's outputs names every output, and nothing
+	// else, each in the sentence of its condition.
+	outputs, _ := doctest.Section(deploy, "### The stack's outputs")
+	_, list, ok := strings.Cut(outputs, "The outputs")
+	if !ok {
+		t.Fatal("docs/deploy.md's outputs section has no list of the outputs")
+	}
+	list, _, _ = strings.Cut(list, "\n\n")
+	lead := map[string]string{"": "every stack", "HasDestination": "With a destination",
+		"HasEdge": "With the edge", "RecordTableWrites": "With `TableDataEvents=true`"}
+	sentences := map[string]string{}
+	for _, s := range strings.Split(strings.Join(strings.Fields(list), " "), ". ") {
+		for cond, l := range lead {
+			if strings.Contains(s, l) {
+				sentences[cond] += s
+			}
+		}
+	}
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([A-Z][A-Za-z]+)`").FindAllStringSubmatch(list, -1) {
+		listed[m[1]] = true
+	}
+	outs := raw["Outputs"].(map[string]any)
+	for name, o := range outs {
+		cond, _ := o.(map[string]any)["Condition"].(string)
+		if !listed[name] {
+			t.Errorf("docs/deploy.md's list of the stack's outputs leaves out %s", name)
+		} else if !strings.Contains(sentences[cond], "`"+name+"`") {
+			t.Errorf("docs/deploy.md lists %s outside the sentence of its condition %q (%q)", name, cond, lead[cond])
+		}
+	}
+	for name := range listed {
+		if outs[name] == nil && !strings.Contains(lead["RecordTableWrites"], name) {
+			t.Errorf("docs/deploy.md lists the output %s, which template.yaml does not have", name)
+		}
+	}
 	opening, _, _ := strings.Cut(deploy, "\n## ")
 	opening = strings.Join(strings.Fields(opening), " ")
 	routes := 0

@@ -324,7 +324,7 @@ func (c *call) authorize() (protocol.Answer, bool) {
 	if len(v) > 0 {
 		msgs := make([]string, len(v))
 		for i, x := range v {
-			msgs[i] = x.Message
+			msgs[i] = strings.TrimSuffix(x.Message, ".")
 		}
 		return c.reject(protocol.CodeInvalidArguments, "Fix the arguments and call again: "+strings.Join(msgs, "; ")+"."), false
 	}

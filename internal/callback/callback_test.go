@@ -269,6 +269,14 @@ func TestGetTicket(t *testing.T) {
 	if bad.code() != "invalid_arguments" {
 		t.Fatalf("malformed id: %s", bad.raw)
 	}
+	// A message ends its sentence once, whatever the schema's description
+	// ends with.
+	for _, args := range []string{`{}`, `{"ticket_id":""}`, `{"ticket_id":"../../etc"}`} {
+		m := r.call(callBody("user-a", "", "get_ticket", args)).message()
+		if !strings.HasSuffix(m, ".") || strings.HasSuffix(m, "..") {
+			t.Errorf("get_ticket %s: message %q does not end with one period", args, m)
+		}
+	}
 }
 
 func TestFunctionsListing(t *testing.T) {

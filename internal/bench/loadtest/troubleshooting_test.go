@@ -127,6 +127,11 @@ func TestTroubleshootingShowsWhatTheProgramsSay(t *testing.T) {
 			}
 			return body + "\n" + lastLine(out)
 		},
+		"### 403 invalid_nonce: a BCrypt cost outside 4..9": func(t *testing.T) string {
+			// A well-formed nonce of cost 12, as an older AIVAX example
+			// made them: refused for its cost before any BCrypt work.
+			return post(t, s.URL+"/callback", "$2b$12$"+strings.Repeat("A", 53), "", `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"x"}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r-1"}}}`)
+		},
 		"### Every call answers 500, and the log says the public demo key": func(t *testing.T) string {
 			// What the callback's cold start prints (functions/callback's
 			// fatal) when the secret's current key is the demo key.

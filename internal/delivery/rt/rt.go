@@ -169,6 +169,11 @@ func (d *Destination) CloseIdleConnections() { d.client.CloseIdleConnections() }
 // TicketURL is the page where a person opens RT ticket id.
 func (d *Destination) TicketURL(id string) string { return d.base + DisplayPath + url.QueryEscape(id) }
 
+// SubjectBytes is how much of a subject RT keeps: its Tickets.Subject
+// column holds 200 bytes, and RT cuts a longer subject (at a character)
+// without a word. A title longer than that also opens the ticket's text.
+const SubjectBytes = 200
+
 // createBody is the create request: RT's ticket fields, as REST 2.0 names
 // them.
 type createBody struct {
@@ -193,8 +198,13 @@ func fieldsOf(key string, t ticket.Ticket) map[string]string {
 // have no place in RT, which has none.
 func (d *Destination) bodyOf(key string, t ticket.Ticket) createBody {
 	text := t.Description
-	if strings.TrimSpace(text) == "" {
+	switch {
+	case strings.TrimSpace(text) == "":
 		text = t.Title
+	case len(t.Title) > SubjectBytes:
+		// RT would cut the subject without a word: the text starts with
+		// the whole title, so that what RT shows is what the model wrote.
+		text = t.Title + "\n\n" + text
 	}
 	return createBody{Queue: d.opts.Queue, Subject: t.Title, Content: text, ContentType: "text/plain",
 		Priority: Priorities[delivery.Priority(t.Priority)], CustomFields: fieldsOf(key, t)}

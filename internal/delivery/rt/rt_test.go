@@ -212,6 +212,46 @@ func TestTextAsRTShowsIt(t *testing.T) {
 	}
 }
 
+// TestLongTitleArrivesWhole: RT keeps SubjectBytes of a subject, counted
+// in bytes; a title of multi-byte characters past that arrives whole, at
+// the head of the ticket's text, and one at the limit is the subject
+// untouched.
+func TestLongTitleArrivesWhole(t *testing.T) {
+	in := sharedRT(t)
+	d := newDest(t, in.URL, rt.Options{Token: in.Token, Queue: in.Queue})
+	for _, c := range []struct {
+		title string
+		cut   bool
+	}{
+		{strings.Repeat("漢", 66) + "ab", false}, // 200 bytes
+		{strings.Repeat("漢", 67), true},         // 201 bytes
+		{strings.Repeat("漢", 200), true},        // 600 bytes
+	} {
+		tk := desttest.NewTicket()
+		tk.Title, tk.Description = c.title, "The description."
+		r := d.Create(context.Background(), newKey(), tk)
+		if r.Outcome != delivery.Created {
+			t.Fatalf("Create = %+v", r)
+		}
+		history, err := in.Page("/Helpers/TicketHistory?id=" + r.Receipt.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		display, err := in.Page("/Ticket/Display.html?id=" + r.Receipt.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.cut == strings.Contains(display, c.title) {
+			t.Errorf("a title of %d bytes: RT's subject holds it whole: %v, want %v", len(c.title), !c.cut, !c.cut)
+		}
+		// The history shows the create's Subject header as sent, and the
+		// ticket's text: a cut title must be whole in the text too.
+		if n := strings.Count(history, c.title); c.cut && n < 2 {
+			t.Errorf("a title of %d bytes, which RT cuts, is not whole in the ticket's text (%d places in its history)", len(c.title), n)
+		}
+	}
+}
+
 // TestMoreThanOneIsAFinding: two tickets carry the key (made by hand, or
 // by a path oncecall does not take). The lookup names both and picks
 // neither.

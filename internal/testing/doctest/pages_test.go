@@ -385,3 +385,16 @@ func TestFirstDeployCountsItsSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTimingPromises: a page gives a duration it measured, with the
+// figure, never a bound it cannot hold ("under a minute" took 61.5 s on a
+// cold machine).
+func TestNoTimingPromises(t *testing.T) {
+	_, pages, texts := read(t)
+	bound := regexp.MustCompile(`(?i)\b(under|less than|within) (a|one) (minute|second)\b`)
+	for _, p := range pages {
+		for _, m := range bound.FindAllString(texts[p], -1) {
+			t.Errorf("%s promises %q: give the measured time instead", p, m)
+		}
+	}
+}
