@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/mcp"
+	"github.com/oncecall/oncecall/internal/outcome"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -46,7 +47,13 @@ type Server struct {
 	// without it reached the API around the edge (and its rate limit), and
 	// is refused 403 before anything else is done.
 	OriginToken string
+	// Outcome, when set, serves the application's outcome read on
+	// OutcomePath (package outcome), with its own credential.
+	Outcome http.Handler
 }
+
+// OutcomePath is the application's outcome read.
+const OutcomePath = outcome.Path
 
 // New returns a Server for h.
 func New(h *callback.Handler, publicURL string) *Server {
@@ -110,6 +117,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			base = BaseURL(r)
 		}
 		write(w, s.h.List(ctx, nonce(r.Header), base+CallbackPath))
+	case OutcomePath:
+		if s.Outcome == nil {
+			notFound(w)
+			return
+		}
+		s.Outcome.ServeHTTP(w, r.WithContext(ctx))
 	case MCPPath:
 		// Stateless and JSON only: there is no SSE stream to GET and no
 		// session to DELETE.
@@ -120,12 +133,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		s.MCP.ServeHTTP(w, r.WithContext(ctx))
 	default:
-		write(w, protocol.Refuse(&protocol.RequestError{
-			Status:  http.StatusNotFound,
-			Code:    protocol.CodeNoRoute,
-			Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath,
-		}))
+		notFound(w)
 	}
+}
+
+func notFound(w http.ResponseWriter) {
+	write(w, protocol.Refuse(&protocol.RequestError{
+		Status:  http.StatusNotFound,
+		Code:    protocol.CodeNoRoute,
+		Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath,
+	}))
 }
 
 // nonce returns the protocol.NonceHeader header. Several are joined with commas,
