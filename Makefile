@@ -131,6 +131,7 @@ tools:
 build:
 	$(MAKE) --no-print-directory build-CallbackFunction ARTIFACTS_DIR=bin/callback
 	$(MAKE) --no-print-directory build-DeliverFunction ARTIFACTS_DIR=bin/deliver
+	$(MAKE) --no-print-directory build-OutcomeFunction ARTIFACTS_DIR=bin/outcome
 
 vet:
 	$(GO) vet ./...
@@ -222,13 +223,16 @@ ARTIFACTS_DIR ?= bin/sam
 RIE_BIN       := bin/aws-lambda-rie
 LOCAL_BOOT    := bin/local/bootstrap
 
-.PHONY: build-CallbackFunction build-DeliverFunction invoke
+.PHONY: build-CallbackFunction build-DeliverFunction build-OutcomeFunction invoke
 
 build-CallbackFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
 
 build-DeliverFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/deliver
+
+build-OutcomeFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/outcome
 
 # EVENT names one event or several, separated by any whitespace (newlines
 # included, as EVENT="$$(ls events/*.json)" gives them); EVENT=all plays

@@ -3,6 +3,8 @@ package app
 import (
 	"log/slog"
 
+	"github.com/oncecall/oncecall/internal/httpapi"
+
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/outcome"
@@ -18,4 +20,11 @@ func Outcome(cfg config.Config, store *dynamo.Store, logger *slog.Logger, key st
 		Key:    key,
 		Logger: logger,
 	}
+}
+
+// OutcomeAPI is the outcome read function's router on Lambda: GET /outcome
+// only (every other path is 404), behind the edge's token when cfg has one,
+// as every route is.
+func OutcomeAPI(cfg config.Config, store *dynamo.Store, logger *slog.Logger) *httpapi.Server {
+	return &httpapi.Server{Outcome: Outcome(cfg, store, logger, ""), OriginToken: cfg.EdgeToken}
 }

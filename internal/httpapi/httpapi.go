@@ -90,6 +90,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
 	defer cancel()
+	if s.h == nil && r.URL.Path != OutcomePath {
+		// A server of the outcome read alone (its Lambda function).
+		notFound(w)
+		return
+	}
 	switch r.URL.Path {
 	case CallbackPath:
 		if r.Method != http.MethodPost {
