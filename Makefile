@@ -311,6 +311,13 @@ bench-rt: dynoxide rt-install
 	$(GO) build -o bin/oncecall-bench ./internal/bench/cmd/oncecall-bench
 	./bin/oncecall-bench -only rt -update -out BENCHMARKS.md -command "make bench-rt"
 
+.PHONY: bench-outcome
+## bench-outcome: only the outcome read part (p50 of GET /outcome's read ÷ one GetItem); replaces
+## that section of BENCHMARKS.md (seconds)
+bench-outcome: dynoxide
+	$(GO) build -o bin/oncecall-bench ./internal/bench/cmd/oncecall-bench
+	./bin/oncecall-bench -only outcome -update -out BENCHMARKS.md -command "make bench-outcome"
+
 .PHONY: bench-capacity
 ## bench-capacity: only the capacity part (read and write units from the store's answers, oncecall's
 ## and the Powertools peer's); replaces that section of BENCHMARKS.md (under a minute)
