@@ -9,14 +9,18 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/httpapi"
+	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/local/localdb"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/outcome"
 	"github.com/oncecall/oncecall/internal/testing/dynamotest"
+	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 const key = "outcome-test-key-0123456789"
@@ -162,5 +166,38 @@ func TestCredentialAndQueryAreChecked(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST = %d, want 405", res.StatusCode)
+	}
+}
+
+// TestDeliveryIsReadWithADestination: with a destination, a found
+// ticket's delivery is read too and shown as get_ticket shows it; without
+// one, the read is the request item's GetItem alone.
+func TestDeliveryIsReadWithADestination(t *testing.T) {
+	env := dynamotest.New(t)
+	store := dynamo.New(env.Client, env.Table)
+	now := time.Now().UTC()
+	rec := idempotency.Record{Key: strings.Repeat("d", 64), UserID: "user-a", Tenant: "tenant-a", Function: ticket.CreateName,
+		State: idempotency.Completed, Fingerprint: "fp", TicketID: ticket.NewID(), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	rec.Result = []byte(`{"status":"created","ticket_id":"` + rec.TicketID + `"}`)
+	tk := ticket.Ticket{ID: rec.TicketID, Tenant: "tenant-a", UserID: "user-a", Title: "t", Priority: "normal", CreatedAt: now,
+		OperationKey: rec.Key, RequestID: "r-dest"}
+	out := &delivery.Record{State: delivery.Queued, Destination: "webhook", Key: delivery.Key(rec.Key, tk.ID), Since: now, NextAt: now, Version: 1}
+	if _, _, err := store.Create(context.Background(), rec, tk, out); err != nil {
+		t.Fatal(err)
+	}
+	env.Requests.Reset()
+	v, err := outcome.Reader{Store: store, Deliveries: true}.Read(context.Background(), "user-a", "r-dest")
+	if err != nil || v.Status != outcome.StatusFound || v.Delivery == nil || v.Delivery.State != delivery.Queued {
+		t.Fatalf("with a destination: %+v %v", v, err)
+	}
+	if ops := env.Requests.Operations(); ops["GetItem"] != 2 || len(ops) != 1 {
+		t.Errorf("with a destination the read took %v, want two GetItems", ops)
+	}
+	env.Requests.Reset()
+	if v, err := (outcome.Reader{Store: store}).Read(context.Background(), "user-a", "r-dest"); err != nil || v.Delivery != nil {
+		t.Fatalf("without a destination: %+v %v", v, err)
+	}
+	if ops := env.Requests.Operations(); ops["GetItem"] != 1 || len(ops) != 1 {
+		t.Errorf("without a destination the read took %v, want one GetItem", ops)
 	}
 }
