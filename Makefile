@@ -163,6 +163,7 @@ tools:
 build:
 	$(MAKE) --no-print-directory build-CallbackFunction ARTIFACTS_DIR=bin/callback
 	$(MAKE) --no-print-directory build-DeliverFunction ARTIFACTS_DIR=bin/deliver
+	$(MAKE) --no-print-directory build-OutcomeFunction ARTIFACTS_DIR=bin/outcome
 
 vet:
 	$(GO) vet ./...
@@ -254,13 +255,16 @@ ARTIFACTS_DIR ?= bin/sam
 RIE_BIN       := bin/aws-lambda-rie
 LOCAL_BOOT    := bin/local/bootstrap
 
-.PHONY: build-CallbackFunction build-DeliverFunction invoke
+.PHONY: build-CallbackFunction build-DeliverFunction build-OutcomeFunction invoke
 
 build-CallbackFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
 
 build-DeliverFunction:
 	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/deliver
+
+build-OutcomeFunction:
+	$(LAMBDA_FLAGS) GOARCH=arm64 $(GO) build $(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/outcome
 
 # EVENT names one event or several, separated by any whitespace (newlines
 # included, as EVENT="$$(ls events/*.json)" gives them); EVENT=all plays
@@ -338,6 +342,13 @@ bench: dynoxide rt-install
 bench-rt: dynoxide rt-install
 	$(GO) build -o bin/oncecall-bench ./internal/bench/cmd/oncecall-bench
 	./bin/oncecall-bench -only rt -update -out BENCHMARKS.md -command "make bench-rt"
+
+.PHONY: bench-outcome
+## bench-outcome: only the outcome read part (p50 of GET /outcome's read ÷ one GetItem); replaces
+## that section of BENCHMARKS.md (seconds)
+bench-outcome: dynoxide
+	$(GO) build -o bin/oncecall-bench ./internal/bench/cmd/oncecall-bench
+	./bin/oncecall-bench -only outcome -update -out BENCHMARKS.md -command "make bench-outcome"
 
 .PHONY: bench-capacity
 ## bench-capacity: only the capacity part (read and write units from the store's answers, oncecall's

@@ -38,7 +38,7 @@ var rooms = []struct {
 		"internal/canonjson", "internal/nonce", "internal/protocol",
 		"internal/schema", "internal/ticket", "internal/identity", "internal/idempotency",
 	}},
-	{"the flows: a callback, a delivery", []string{"internal/callback", "internal/delivery"}},
+	{"the flows: a callback, a delivery, an outcome read", []string{"internal/callback", "internal/delivery", "internal/outcome"}},
 	{"the adapters: transports, event sources, the store, the destinations", []string{
 		"internal/apigw", "internal/httpapi", "internal/mcp", "internal/stream", "internal/dynamo",
 		"internal/delivery/httpsend", "internal/delivery/webhook", "internal/delivery/zendesk", "internal/delivery/rt",
@@ -47,9 +47,9 @@ var rooms = []struct {
 	{"the wiring", []string{"internal/config", "internal/secret", "internal/metrics", "internal/app", "internal/app/profile"}},
 }
 
-// The binaries that ship: the two Lambdas and the operator's tool, which
+// The binaries that ship: the three Lambdas and the operator's tool, which
 // people run against the deployed table.
-var shippedBinaries = []string{"functions/callback", "functions/deliver", "cmd/oncecall-admin"}
+var shippedBinaries = []string{"functions/callback", "functions/deliver", "functions/outcome", "cmd/oncecall-admin"}
 
 // localServer is the one program under cmd/ that does not ship: the
 // shipped packages served over the local store (make run), which may use

@@ -11,6 +11,8 @@ import (
 
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/outcome"
+	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -103,8 +105,18 @@ func findCmd(fs *flag.FlagSet) action {
 	requestID := fs.String("request", "", "with -tenant: the request id (metadata.request_id)")
 	function := fs.String("function", "", "with -tenant and -request: only operations of this function")
 	full := fs.Bool("full", false, "also print the ticket's description and the stored result")
+	user := fs.String("user", "", "with -request: the user's external id; prints what the application's outcome read (GET /outcome) answers")
 	return action{
 		check: func() error {
+			if *user != "" {
+				if *ticketID != "" || *key != "" || *tenant != "" || *function != "" || *full || *requestID == "" {
+					return usageError("-user U -request R stands alone: it prints what GET /outcome answers for them")
+				}
+				if err := checkText("-user", *user, protocol.MaxUserIDBytes); err != nil {
+					return err
+				}
+				return checkRequestID(*requestID)
+			}
 			handles := 0
 			for _, set := range []bool{*ticketID != "", *key != "", *tenant != "" || *requestID != ""} {
 				if set {
@@ -137,6 +149,9 @@ func findCmd(fs *flag.FlagSet) action {
 			return checkRequestID(*requestID)
 		},
 		run: func(ctx context.Context, s *session) error {
+			if *user != "" {
+				return s.emitOutcome(ctx, *user, *requestID)
+			}
 			var m dynamo.Matches
 			var what string
 			switch {
@@ -171,6 +186,31 @@ func findCmd(fs *flag.FlagSet) action {
 			return s.emitMatches(ctx, m, what, *full)
 		},
 	}
+}
+
+// emitOutcome prints what the application's outcome read answers for
+// user and requestID: the same function (outcome.Reader.Read) and the same
+// view as GET /outcome, with the delivery whenever the ticket has one.
+func (s *session) emitOutcome(ctx context.Context, user, requestID string) error {
+	v, err := s.admin.Outcome(ctx, user, requestID)
+	if err != nil {
+		return err
+	}
+	return s.emit(v, func(w io.Writer) {
+		row(w, "status", v.Status)
+		row(w, "request_id", v.RequestID)
+		if v.Status != outcome.StatusFound {
+			row(w, "", "nothing was written under this id for this user")
+			return
+		}
+		row(w, "function", v.Function)
+		row(w, "ticket", orDash(v.TicketID))
+		row(w, "created_at", v.CreatedAt)
+		row(w, "operations", fmt.Sprint(v.Operations))
+		if v.Delivery != nil {
+			row(w, "delivery", string(v.Delivery.State))
+		}
+	})
 }
 
 func (s *session) emitMatches(ctx context.Context, m dynamo.Matches, what string, full bool) error {

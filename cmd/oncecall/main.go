@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -229,6 +231,11 @@ func run(addr, dbAddr, hdAddr string) error {
 	// A web page the operator visits can reach loopback: the server
 	// refuses cross-origin requests, and on loopback foreign Host names.
 	api.Local, api.LoopbackHost = true, loopback(ln.Addr())
+	key, err := outcomeKey(os.Getenv)
+	if err != nil {
+		return err
+	}
+	api.Outcome = app.Outcome(cfg, store, logger, key)
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -239,6 +246,9 @@ func run(addr, dbAddr, hdAddr string) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("serving", "callback", serving+httpapi.CallbackPath, "functions", serving+httpapi.FunctionsPath, "mcp", serving+httpapi.MCPPath, "table", cfg.Table)
+	// The application's credential for GET /outcome, on this machine only:
+	// on AWS the route takes IAM authorization instead, and no key exists.
+	logger.Info("outcome read", "url", serving+httpapi.OutcomePath, "outcome_key", key)
 	select {
 	case err := <-errc:
 		return err
@@ -250,6 +260,26 @@ func run(addr, dbAddr, hdAddr string) error {
 		return err
 	}
 	return nil
+}
+
+// EnvOutcomeKey sets the local outcome read's key; without it, each run
+// makes a new one and logs it.
+const EnvOutcomeKey = "OUTCOME_KEY"
+
+// minOutcomeKey is the shortest OUTCOME_KEY accepted.
+const minOutcomeKey = 16
+
+// outcomeKey is the local outcome read's bearer key: OUTCOME_KEY, or a
+// new random one.
+func outcomeKey(getenv func(string) string) (string, error) {
+	k := getenv(EnvOutcomeKey)
+	if k == "" {
+		return rand.Text(), nil
+	}
+	if len(k) < minOutcomeKey || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return "", fmt.Errorf("%s must be at least %d visible ASCII characters (unset, a new key is made and logged)", EnvOutcomeKey, minOutcomeKey)
+	}
+	return k, nil
 }
 
 // loopback reports whether a is a loopback address, reachable from this

@@ -574,6 +574,8 @@ func callbackTableGrants(inline bool) map[samtest.Grant]bool {
 		// A create's items only: never an audit entry.
 		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*,ticket#*", Attrs: strings.Join(dynamo.CreateAttributes(), ",")}: true,
 		{Action: "dynamodb:GetItem", Resource: table, Keys: "op#*,ticket#*,user#*"}:                                               true,
+		// The request item, recorded with the create, for the outcome read.
+		{Action: "dynamodb:UpdateItem", Resource: table, Keys: "request#*", Attrs: strings.Join(dynamo.RequestAttributes(), ",")}: true,
 	}
 	if inline {
 		// The worker's update, on the delivery's own attributes only and
@@ -965,7 +967,9 @@ func TestTemplateStatefulResourcesChooseTheirFate(t *testing.T) {
 		// survives a replacement, its messages pointing at records still
 		// to read; the destination secret is kept on replacement for the
 		// credentials put in it.
-		"DeliverLogGroup":      {"Delete", "Delete"},
+		"DeliverLogGroup": {"Delete", "Delete"},
+		// The outcome read's logs go like the callback's.
+		"OutcomeLogGroup":      {"Delete", "Delete"},
 		"DeliveryFailureQueue": {"Delete", "Retain"},
 		"DestinationSecret":    {"Delete", "Retain"},
 		// With the edge: its origin token goes either way; a new one

@@ -101,8 +101,8 @@ var (
 	// The hook key's policy, the table's trail (TableDataEvents, on by
 	// default) and the audit key are the callback's stack's too.
 	callbackResources = []string{"Api5xxAlarm", "ApiAccessLogGroup", "AuditKey", "BusyRateAlarm", "CallbackFunction", "CallbackLogGroup", "CallbackRole", "Dashboard",
-		"HookKeySecret", "HookKeySecretPolicy", "HttpApi", "Table", "TableTrail", "TableTrailBucket", "TableTrailBucketPolicy"}
-	callbackOutputs   = []string{"ApiAccessLogGroupName", "AuditKeyArn", "CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "TableName", "TableTrailBucketName"}
+		"HookKeySecret", "HookKeySecretPolicy", "HttpApi", "OutcomeFunction", "OutcomeLogGroup", "OutcomeRole", "Table", "TableTrail", "TableTrailBucket", "TableTrailBucketPolicy"}
+	callbackOutputs   = []string{"ApiAccessLogGroupName", "AuditKeyArn", "CallbackUrl", "DashboardName", "FunctionName", "FunctionSourceUrl", "HookKeySecretArn", "LogGroupName", "McpUrl", "OutcomeFunctionName", "OutcomeLogGroupName", "OutcomeRouteArn", "OutcomeUrl", "TableName", "TableTrailBucketName"}
 	deliveryResources = []string{
 		"DeliverFunction", "DeliverLogGroup", "DeliverRole", "DeliveryFailureQueue", "DestinationSecret",
 		"DeliveryUncertainAlarm", "OldestQueuedAlarm", "DeliveryFailureQueueAlarm", "DeliveryAuthFailedAlarm", "DeliverIteratorAgeAlarm",
@@ -129,7 +129,7 @@ func readFile(t *testing.T, path string) []byte {
 }
 
 // TestTemplateWithoutADestination: the default stack is the callback
-// alone, exactly as before delivery existed, and a destination adds the
+// (and the application's outcome read) alone, as before delivery existed, and a destination adds the
 // delivery resources and nothing else.
 func TestTemplateWithoutADestination(t *testing.T) {
 	s := deploy(t, nil)

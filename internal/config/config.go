@@ -108,6 +108,9 @@ type Config struct {
 	// destination is (DESTINATION_URL, which may carry a token) only when
 	// it makes inline first attempts.
 	QueueOnly bool
+	// ReadOnly is set in the base of the outcome read on Lambda, which
+	// verifies no nonce (so needs no hook key) and only reads.
+	ReadOnly bool
 	// Local is set in the base of a local run (the local server and the
 	// tools): the hook key may come from HOOK_KEY and may be the public
 	// demo key. Load also sets it when DYNAMODB_ENDPOINT is a local store
@@ -135,6 +138,18 @@ var Lambda = Config{
 	LogLevel:         slog.LevelInfo,
 	MetricsNamespace: "oncecall",
 	QueueOnly:        true,
+}
+
+// Reader holds the defaults of the outcome read function on AWS Lambda:
+// like Lambda, but with no hook key to require (its credential is the
+// route's IAM authorization).
+var Reader = Config{
+	NonceMaxCost:     nonce.DefaultMaxCost,
+	Retention:        idempotency.DefaultRetention,
+	LogLevel:         slog.LevelInfo,
+	MetricsNamespace: "oncecall",
+	QueueOnly:        true,
+	ReadOnly:         true,
 }
 
 // Worker holds the defaults of the delivery worker function on AWS Lambda:
@@ -212,7 +227,7 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			}
 		}
 	}
-	if c.HookKey == "" && c.HookKeySecretARN == "" && !c.DeliveryOnly {
+	if c.HookKey == "" && c.HookKeySecretARN == "" && !c.DeliveryOnly && !c.ReadOnly {
 		bad(EnvHookKey, "no hook key: set %s (local) or %s (AWS)", EnvHookKey, EnvHookKeySecret)
 	}
 	if v := getenv(EnvNonceMaxCost); v != "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/idempotency"
+	"github.com/oncecall/oncecall/internal/outcome"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -110,4 +111,11 @@ func (a *Admin) FindRequest(ctx context.Context, tenant, requestID, function str
 		m.Found = append(m.Found, *f)
 	}
 	return m, nil
+}
+
+// Outcome is what the application's outcome read answers for userID's
+// requestID (outcome.Reader.Read, the same function), with the ticket's
+// delivery whenever it has one.
+func (a *Admin) Outcome(ctx context.Context, userID, requestID string) (outcome.View, error) {
+	return outcome.Reader{Store: a.store, Deliveries: true}.Read(ctx, userID, requestID)
 }

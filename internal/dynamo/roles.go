@@ -35,3 +35,15 @@ func DecisionAttributes() []string {
 	slices.Sort(a)
 	return a
 }
+
+// RequestAttributes returns the attributes the create transaction's
+// Update of the request item names (Store.CreateInput), sorted. The
+// callback's role limits its UpdateItem of request items to these.
+func RequestAttributes() []string {
+	a := []string{
+		PartitionKey, attrKind, attrUserID, attrRequestID, attrTenant, attrFunction, attrOpKey, attrCreatedAt,
+		attrOperations, attrTicketID, attrResult,
+	}
+	slices.Sort(a)
+	return a
+}

@@ -110,11 +110,14 @@ func Sleep(ctx context.Context, d time.Duration) error {
 // key, returned as holder, and nothing was written. An error
 // (idempotency.ErrBusy or another) means nothing was written either.
 //
-// The transaction includes these two items and no other: on DynamoDB a
-// transaction holds every item it includes and cancels any other that
-// includes one of them, so an item shared by every call of a user (its
-// record, checked in the transaction) would make one user's concurrent
-// calls cancel each other. Whether rec.UserID may make the call is the
+// The transaction also records the operation on the request item of the
+// user and request id (outcome.Record), so that the application can learn
+// the outcome from the two alone. It includes these three items and no
+// other: on DynamoDB a transaction holds every item it includes and
+// cancels any other that includes one of them, so an item shared by every
+// call of a user (its record, checked in the transaction) would make one
+// user's concurrent calls cancel each other; the request item is shared
+// only by the calls of one request id, which are one operation's. Whether rec.UserID may make the call is the
 // caller's to decide, from the record LoadUser read for this call.
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (holder idempotency.Record, taken bool, err error) {
 	now := s.now()
@@ -166,10 +169,12 @@ const (
 	itemClaim = iota
 	// itemTicket is the ticket, carrying its delivery when it has one.
 	itemTicket
+	// itemRequest records the operation under its user and request id.
+	itemRequest
 )
 
-// CreateInput is the one request Create sends: the operation Put and the
-// ticket Put, with now deciding whether an existing claim has expired.
+// CreateInput is the one request Create sends: the operation Put, the
+// ticket Put and the request item's Update, with now deciding whether an existing claim has expired.
 // Benchmarks send it with the bare SDK client to measure the store's own
 // floor.
 func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delivery.Record, now time.Time) *dynamodb.TransactWriteItemsInput {
@@ -177,7 +182,7 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 	if out != nil {
 		addDelivery(tk, out)
 	}
-	return &dynamodb.TransactWriteItemsInput{
+	in := &dynamodb.TransactWriteItemsInput{
 		// The ticket id is unique per invocation, so a retry of this very
 		// request after a lost response is answered from DynamoDB's own
 		// 10-minute token window instead of being run again. Every attempt
@@ -200,6 +205,10 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 			}},
 		},
 	}
+	if t.RequestID != "" {
+		in.TransactItems = append(in.TransactItems, types.TransactWriteItem{Update: s.requestUpdate(rec, t.RequestID)})
+	}
+	return in
 }
 
 // claimed returns the live record holding key: the one DynamoDB returned

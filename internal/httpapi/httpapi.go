@@ -13,6 +13,7 @@ import (
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/canonjson"
 	"github.com/oncecall/oncecall/internal/mcp"
+	"github.com/oncecall/oncecall/internal/outcome"
 	"github.com/oncecall/oncecall/internal/protocol"
 )
 
@@ -56,6 +57,9 @@ type Server struct {
 	// and, when LoopbackHost is set too, a Host that is neither a loopback
 	// name nor PublicURL's (a DNS-rebinding page names its own).
 	Local, LoopbackHost bool
+	// Outcome, when set, serves the application's outcome read on
+	// OutcomePath (package outcome), with its own credential.
+	Outcome http.Handler
 }
 
 // Codes of the local server's refusals.
@@ -63,6 +67,9 @@ const (
 	CodeHostNotLoopback = "host_not_loopback"
 	CodeCrossOrigin     = "cross_origin"
 )
+
+// OutcomePath is the application's outcome read.
+const OutcomePath = outcome.Path
 
 // New returns a Server for h.
 func New(h *callback.Handler, publicURL string) *Server {
@@ -109,6 +116,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), RequestTimeout)
 	defer cancel()
+	if s.h == nil && r.URL.Path != OutcomePath {
+		// A server of the outcome read alone (its Lambda function).
+		notFound(w)
+		return
+	}
 	switch r.URL.Path {
 	case CallbackPath:
 		if r.Method != http.MethodPost {
@@ -136,6 +148,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			base = BaseURL(r)
 		}
 		write(w, s.h.List(ctx, nonce(r.Header), base+CallbackPath))
+	case OutcomePath:
+		if s.Outcome == nil {
+			notFound(w)
+			return
+		}
+		s.Outcome.ServeHTTP(w, r.WithContext(ctx))
 	case MCPPath:
 		// Stateless and JSON only: there is no SSE stream to GET and no
 		// session to DELETE.
@@ -146,12 +164,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		s.MCP.ServeHTTP(w, r.WithContext(ctx))
 	default:
-		write(w, protocol.Refuse(&protocol.RequestError{
-			Status:  http.StatusNotFound,
-			Code:    protocol.CodeNoRoute,
-			Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath,
-		}))
+		notFound(w)
 	}
+}
+
+func notFound(w http.ResponseWriter) {
+	write(w, protocol.Refuse(&protocol.RequestError{
+		Status:  http.StatusNotFound,
+		Code:    protocol.CodeNoRoute,
+		Message: "oncecall serves POST " + CallbackPath + ", GET " + FunctionsPath + " and POST " + MCPPath,
+	}))
 }
 
 // nonce returns the protocol.NonceHeader header. Several are joined with commas,

@@ -73,6 +73,7 @@ func Run(ctx context.Context, o Options) error {
 	parts := []part{
 		{"gobench", goBenchmarks},
 		{"floor", floorPart},
+		{"outcome", outcomePart},
 		{"throughput", throughputPart},
 		{"heap", heapPart},
 		{"coldstart", coldStartPart},

@@ -32,7 +32,7 @@ func main() {
 	var o perf.Options
 	flag.StringVar(&o.Out, "out", "BENCHMARKS.md", "report to write")
 	flag.StringVar(&o.Command, "command", "make bench", "the command to name in the report")
-	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,throughput,heap,coldstart,peer,delivery,rt,capacity,doors,contention,flood,backstop); all when empty")
+	flag.StringVar(&o.Only, "only", "", "comma-separated parts to run (gobench,floor,outcome,throughput,heap,coldstart,peer,delivery,rt,capacity,doors,contention,flood,backstop); all when empty")
 	flag.BoolVar(&o.Update, "update", false, "with -only: replace those parts' sections in the report at -out and keep the rest")
 	flag.IntVar(&o.FloorSamples, "floor-samples", 100, "samples per kind in the floor runs")
 	flag.DurationVar(&o.FloorBudget, "floor-budget", 25*time.Second, "time limit of each floor run")
