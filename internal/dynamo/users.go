@@ -15,8 +15,14 @@ import (
 	"github.com/oncecall/oncecall/internal/identity"
 )
 
-// attrUserVersion counts the changes Admin made to a user record.
-const attrUserVersion = "ver"
+// Attributes of a user record's versions.
+const (
+	// attrUserVersion counts the changes Admin made to a user record.
+	attrUserVersion = "ver"
+	// attrRevoked is the version of the record's last change that took
+	// access away (identity.User.Revoked); absent when none has.
+	attrRevoked = "revoked_at_ver"
+)
 
 // UserRecord is a user record as an operator reads and changes it.
 //
@@ -24,14 +30,15 @@ const attrUserVersion = "ver"
 // and nothing else holds a copy of it, so each change is one conditional
 // write of it, and deleting it, by any means, refuses every call that reads
 // it afterwards.
+//
+// Its Version is raised by one by every Admin.UpdateUser; 0 for a record
+// no such change has touched (written by AddUser, PutUser or the demo
+// seed). A change is made only if the record is still at the version the
+// operator read, and a change sent again after its answer was lost knows
+// its own write by the version it wrote: never by a clock. A change that
+// takes access away also sets Revoked to the version it writes.
 type UserRecord struct {
 	identity.User
-	// Version is raised by one by every Admin.UpdateUser; 0 for a record
-	// no such change has touched (written by AddUser, PutUser or the demo
-	// seed). A change is made only if the record is still at the version
-	// the operator read, and a change sent again after its answer was lost
-	// knows its own write by the version it wrote: never by a clock.
-	Version int64
 }
 
 // ErrUserExists is returned by Admin.AddUser when the id is taken.
@@ -78,13 +85,20 @@ func decodeUserRecord(item map[string]types.AttributeValue, id string) (UserReco
 	if err != nil {
 		return UserRecord{}, err
 	}
-	r := UserRecord{User: u}
-	if v, ok := item[attrUserVersion].(*types.AttributeValueMemberN); ok {
-		if r.Version, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
-			return UserRecord{}, fmt.Errorf("dynamo: user %s: %s is not an integer", id, attrUserVersion)
-		}
+	return UserRecord{User: u}, nil
+}
+
+// intAttr reads the integer attribute name of an item; 0 when absent.
+func intAttr(item map[string]types.AttributeValue, name string) (int64, error) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, nil
 	}
-	return r, nil
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("dynamo: %s is not an integer", name)
+	}
+	return n, nil
 }
 
 // AddUser creates the record of u, at version 0, in one conditional
@@ -200,6 +214,15 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 	if len(set) == 3 {
 		return read, nil
 	}
+	to.Version, to.Revoked = read.Version+1, read.Revoked
+	if takesAway(read.User, to) {
+		// Every ticket and stored result made under an earlier version
+		// is superseded (identity.User.Vouches), whenever it lands.
+		names["#revoked"] = attrRevoked
+		set = append(set, "#revoked = :next")
+		to.Revoked = to.Version
+	}
+
 	cond := "attribute_exists(#pk) AND #tenant = :tenant AND " + atVersion(read.Version, values)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           &a.table,
@@ -210,7 +233,7 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	next := UserRecord{User: to, Version: read.Version + 1}
+	next := UserRecord{User: to}
 	attempts, current, err := a.store.writeUser(ctx, read.ExternalID, func() error {
 		_, err := a.api.UpdateItem(ctx, in)
 		return err
@@ -277,6 +300,20 @@ func (s *Store) writeUser(ctx context.Context, id string, send func() error) (in
 		return attempts, refusal{}, err
 	}
 	return attempts, refusal{refused: true, record: &r}, nil
+}
+
+// takesAway reports whether changing from to to takes access away: the
+// user disabled, or a function revoked.
+func takesAway(from, to identity.User) bool {
+	if from.Active && !to.Active {
+		return true
+	}
+	for _, f := range from.Functions {
+		if !slices.Contains(to.Functions, f) {
+			return true
+		}
+	}
+	return false
 }
 
 func sameUserRecord(a, b UserRecord) bool {
