@@ -1045,7 +1045,12 @@ func TestTemplateRetentionIsTheCodes(t *testing.T) {
 			accepted++
 		}
 	}
-	for _, v := range []string{"1m", "59m", "60m", "90m", "24h", "525600m", "8760h"} {
+	for _, v := range []string{"5m", "1m", "300s"} {
+		if samtest.CheckParameter(p, v) == nil || codeAccepts(v) {
+			t.Errorf("Retention=%q, below config.MinRetention, is accepted", v)
+		}
+	}
+	for _, v := range []string{"6m", "59m", "60m", "90m", "24h", "525600m", "8760h"} {
 		if err := samtest.CheckParameter(p, v); err != nil || !codeAccepts(v) {
 			t.Errorf("Retention=%q: template %v, code %v", v, err, codeAccepts(v))
 		}
@@ -1053,7 +1058,7 @@ func TestTemplateRetentionIsTheCodes(t *testing.T) {
 	if d := p["Default"]; samtest.CheckParameter(p, scalar(d)) != nil || !codeAccepts(scalar(d)) {
 		t.Errorf("the default %v is refused", d)
 	}
-	if min, max := config.MinRetention, config.MaxRetention; min != time.Minute || max != 8760*time.Hour {
+	if min, max := config.MinRetention, config.MaxRetention; min != 6*time.Minute || max != 8760*time.Hour {
 		t.Errorf("config's bounds are %s to %s: update the Retention pattern and its ConstraintDescription", min, max)
 	}
 	t.Logf("%d of %d candidates deploy", accepted, len(candidates))
