@@ -93,11 +93,11 @@ func TestTemplateFunction(t *testing.T) {
 	if fn.MemorySize == nil || *fn.MemorySize != 1769 {
 		t.Errorf("MemorySize = %v, want 1769", fn.MemorySize)
 	}
-	// The handler's own deadline (callback.Deadline), which bounds what a
-	// revocation waits for (callback.RevocationWait), is the function's
-	// timeout: a few seconds under API Gateway's 30 s.
+	// The handler's own deadline (callback.Deadline), which bounds how
+	// long a call under way when access is taken away may still answer,
+	// is the function's timeout: a few seconds under API Gateway's 30 s.
 	if fn.Timeout == nil || time.Duration(*fn.Timeout)*time.Second != callback.Deadline || *fn.Timeout < 3 || *fn.Timeout > 29 {
-		t.Errorf("Timeout = %v, want callback.Deadline, %v: what oncecall-admin waits for after a revocation", fn.Timeout, callback.Deadline)
+		t.Errorf("Timeout = %v, want callback.Deadline, %v: the bound oncecall-admin names after a revocation", fn.Timeout, callback.Deadline)
 	}
 	if fn.Role == nil || *fn.Role != "getatt:CallbackRole.Arn" {
 		t.Errorf("Role = %v, want the template's own CallbackRole", fn.Role)

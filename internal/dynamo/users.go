@@ -47,14 +47,19 @@ var ErrUserExists = errors.New("dynamo: a user with this id already exists")
 // ErrConflict is matched (errors.Is) by a *ConflictError.
 var ErrConflict = errors.New("dynamo: the record changed since it was read")
 
-// ConflictError is returned by Admin.UpdateUser when the record is no
-// longer the one the operator read: another change came first. Nothing was
-// written.
+// ConflictError is returned by Admin.UpdateUser and Admin.DeleteUser when
+// the record is no longer the one the operator read: another change came
+// first. Nothing was written, unless MaybeWritten.
 type ConflictError struct {
 	// Read is the version the change was conditional on.
 	Read int64
 	// Current is the record as it is now, when the store returned it.
 	Current *UserRecord
+	// MaybeWritten is true when the change was sent more than once (an
+	// answer lost): an earlier attempt may have applied before the change
+	// that Current shows. Whether the record now refuses what was asked
+	// is read from Current, never assumed.
+	MaybeWritten bool
 }
 
 func (e *ConflictError) Error() string {
@@ -174,9 +179,11 @@ func (a *Admin) Users(ctx context.Context, tenant, after string, limit int) (Use
 // a user keeps at least one function (ErrNoFunctions: disable the user
 // instead).
 //
-// A call that read the record before the write may still complete (commit
-// its ticket, answer a stored result) until its deadline: see
-// callback.RevocationWait.
+// A change that takes access away (the user disabled, a function
+// revoked) also sets Revoked to the new version: every ticket and stored
+// result made under an earlier version is superseded, however late its
+// write lands (identity.User.Vouches). A call that read the record before
+// the write may still answer until its deadline (callback.Deadline).
 func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.User) (UserRecord, error) {
 	if to.ExternalID != read.ExternalID || to.Tenant != read.Tenant {
 		return UserRecord{}, errors.New("dynamo: UpdateUser cannot change a user's id or tenant")
@@ -250,7 +257,7 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 		// An earlier attempt committed and its answer was lost.
 		return next, nil
 	}
-	return UserRecord{}, &ConflictError{Read: read.Version, Current: current.record}
+	return UserRecord{}, &ConflictError{Read: read.Version, Current: current.record, MaybeWritten: attempts > 1}
 }
 
 // atVersion is the condition that a record is still at version v, with
@@ -347,7 +354,9 @@ func (a *Admin) DeleteUser(ctx context.Context, read UserRecord) error {
 	case err != nil || !current.refused:
 		return err
 	case current.record != nil:
-		return &ConflictError{Read: read.Version, Current: current.record}
+		// After more than one attempt, the record may be one added again
+		// after an earlier attempt deleted it.
+		return &ConflictError{Read: read.Version, Current: current.record, MaybeWritten: attempts > 1}
 	case attempts > 1:
 		// An earlier attempt deleted it and its answer was lost.
 		return nil
