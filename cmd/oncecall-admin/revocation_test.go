@@ -118,7 +118,7 @@ func TestRevocationUnderAFloodThroughTwoServers(t *testing.T) {
 					before[key]++
 				}
 			}
-			t.Logf("answers before the command returned: %v; after: %v; conflict rule %+v", before, after, f.rule.Stats())
+			t.Logf("answers before the calls under way ended: %v; after: %v; conflict rule %+v", before, after, f.rule.Stats())
 			for _, s := range f.servers {
 				for _, line := range strings.Split(s.Logs(), "\n") {
 					if strings.Contains(line, `"level":"ERROR"`) {
