@@ -408,7 +408,7 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range []string{"1m", "90m", "8760h"} {
+	for _, r := range []string{"6m", "90m", "8760h"} {
 		env := deploy(t, map[string]string{"Retention": r}).env(t)
 		env[config.EnvTable], env[config.EnvHookKeySecret] = "oncecall-Table-ABC", existingSecret
 		if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil {
