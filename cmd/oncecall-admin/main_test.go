@@ -340,7 +340,8 @@ func TestUserListOrderAndPages(t *testing.T) {
 func TestUserChangesTouchOneField(t *testing.T) {
 	r := newRig(t)
 	r.vars["ONCECALL_OPERATOR"] = "tester"
-	bookkeeping := []string{"lk", "lk_sort", "ver"}
+	// revoked_at_ver: the version of a change that takes access away.
+	bookkeeping := []string{"lk", "lk_sort", "ver", "revoked_at_ver"}
 	for _, tc := range []struct {
 		args  []string
 		field string // attribute that changes

@@ -6,14 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
-	"syscall"
-	"time"
 
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
 )
@@ -181,9 +178,10 @@ type changed struct {
 	// Changed is false when the record already was as asked.
 	Changed bool     `json:"changed"`
 	User    userView `json:"user"`
-	// WaitedSeconds, for a change that takes access away, is how long the
-	// command waited before it returned (revocationWait, 0 with -no-wait).
-	WaitedSeconds *float64 `json:"waited_seconds,omitempty"`
+	// MaybeWritten is true when the change's answer was lost and the
+	// record changed since: the change may have been written; User is the
+	// record as it is now.
+	MaybeWritten bool `json:"maybe_written,omitempty"`
 }
 
 // userEdit changes one field of u, the record as read. It returns the
@@ -210,58 +208,50 @@ func userChange(fs *flag.FlagSet, verb string, takes bool, edit func(id string) 
 			return nil
 		},
 		run: func(ctx context.Context, s *session) error {
-			return s.changeUser(ctx, *id, version, verb, edit(*id), takes, !*noWait)
+			_ = *noWait
+			return s.changeUser(ctx, *id, version, verb, edit(*id), takes)
 		},
 	}
 }
 
 // declareNoWait declares -no-wait on a command that takes access away
-// (takes) and returns it; false for any other.
+// (takes), for scripts written when such a command waited: it changes
+// nothing, since the change holds from its write (revokedLine).
 func declareNoWait(fs *flag.FlagSet, takes bool) *bool {
 	if !takes {
 		return new(bool)
 	}
-	return fs.Bool("no-wait", false, fmt.Sprintf("return as soon as the change is written, without waiting %s for the calls that read the user's earlier record to end (scripts that accept that window)", revocationWait))
+	return fs.Bool("no-wait", false, "accepted for scripts of earlier versions, which waited here; the change holds from its write and nothing waits")
 }
 
-// revocationWait is how long a change that takes access away waits before
-// it returns (callback.RevocationWait).
-const revocationWait = callback.RevocationWait
-
-// waitRevoked waits until no call of user id that read its record before
-// the change can still create a ticket or show a stored result, saying
-// on standard error what it waits for and how long; with wait false it
-// says what it did not wait for. It returns the seconds waited, for -json.
-func (s *session) waitRevoked(ctx context.Context, id string, wait bool) (*float64, error) {
-	waited := 0.0
-	if !wait {
-		fmt.Fprintf(s.tool.stderr, "oncecall-admin: not waiting (-no-wait): for up to %s a call of %s that read its earlier record may still create a ticket or show a stored result\n", revocationWait, id)
-		return &waited, nil
+// revokedLine says what holds once a change that takes access away is in
+// the record of id, revoked being the version it recorded (0 for a
+// deleted record), and the bound of each part: every call reads the
+// record; a ticket or a stored result is delivered and shown only while
+// the record vouches for it (identity.User.Vouches), whenever its write
+// landed; a call already under way ends within callback.Deadline, and a
+// delivery attempt already past its check within its lease.
+func revokedLine(w io.Writer, id string, revoked int64) {
+	made := fmt.Sprintf("made under a version before %d", revoked)
+	if revoked == 0 {
+		made = "of the user"
 	}
-	fmt.Fprintf(s.tool.stderr, "oncecall-admin: waiting %s: a call of %s that read its earlier record may still create a ticket or show a stored result until its deadline (%s), and a write it sent may still land up to %s after that (-no-wait returns at once)\n",
-		revocationWait, id, callback.Deadline, callback.LateWriteMargin)
-	// Ctrl-C during the wait ends it with the message below rather than
-	// ending the tool without a word.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := s.tool.wait(ctx, revocationWait); err != nil {
-		return nil, fmt.Errorf("the change is written, but the wait for the calls that read the earlier record was cut short (%w): run the same command again, which waits again", err)
-	}
-	waited = revocationWait.Seconds()
-	return &waited, nil
+	fmt.Fprintf(w, "%s: every call that reads the record from now on is refused, and no ticket %s is delivered or shown, however late its write lands (tickets still queued are withheld). A call already under way may still answer until its deadline (%s), and a delivery attempt already past its check may finish within its lease (%s)\n",
+		id, made, callback.Deadline, delivery.DefaultPolicy.LeaseFor())
 }
 
-// afterWait is the line a change that takes access away prints once it
-// returns.
-func afterWait(w io.Writer, id string, waited *float64) {
-	if waited == nil {
-		return
+// refuses reports whether cur, the record as it is, refuses everything
+// that changing read to to took away.
+func refuses(cur, read, to identity.User) bool {
+	if !to.Active && cur.Active {
+		return false
 	}
-	if *waited == 0 {
-		fmt.Fprintf(w, "%s: not waited (-no-wait): calls that read the earlier record may still create a ticket or show a stored result for up to %s\n", id, revocationWait)
-		return
+	for _, f := range read.Functions {
+		if !slices.Contains(to.Functions, f) && slices.Contains(cur.Functions, f) {
+			return false
+		}
 	}
-	fmt.Fprintf(w, "%s: no call that read the earlier record can create a ticket or show a stored result any more (waited %s)\n", id, time.Duration(*waited*float64(time.Second)))
+	return true
 }
 
 func (s *session) readUser(ctx context.Context, id string) (dynamo.UserRecord, error) {
@@ -273,11 +263,10 @@ func (s *session) readUser(ctx context.Context, id string) (dynamo.UserRecord, e
 }
 
 // changeUser makes one change to user id. When the change takes access
-// away (takes), once the record says what was asked, written now or found
-// so (an earlier run of the same command may have been cut short before
-// its wait), the command waits revocationWait before it returns, unless
-// not to wait.
-func (s *session) changeUser(ctx context.Context, id string, version versionFlag, verb string, edit userEdit, takes, wait bool) error {
+// away (takes) it says what holds from then on (revokedLine). A change
+// whose answer was lost and whose retry met a later change may have been
+// written: it says so, and what the record refuses now.
+func (s *session) changeUser(ctx context.Context, id string, version versionFlag, verb string, edit userEdit, takes bool) error {
 	w, err := s.whoAmI(ctx)
 	if err != nil {
 		return err
@@ -298,6 +287,16 @@ func (s *session) changeUser(ctx context.Context, id string, version versionFlag
 	next, err := s.admin.UpdateUser(ctx, read, to)
 	var ce *dynamo.ConflictError
 	switch {
+	case errors.As(err, &ce) && ce.MaybeWritten && ce.Current != nil:
+		if !takes || !refuses(ce.Current.User, read.User, to) {
+			return conflict("user %s: the change may have been written (its answer was lost), and the record changed since (read at version %d, now %d) and does not say what was asked. Read it again (user get -id %s) and repeat the change if it still applies", id, read.Version, ce.Current.Version, id)
+		}
+		v := viewUser(*ce.Current)
+		return s.emit(changed{MaybeWritten: true, User: v}, func(tw io.Writer) {
+			fmt.Fprintf(tw, "%s: the change may have been written (its answer was lost, and the record changed since: read at version %d, now %d); the record refuses what was asked\n", id, read.Version, ce.Current.Version)
+			revokedLine(tw, id, ce.Current.Revoked)
+			userRows(tw, v)
+		})
 	case errors.As(err, &ce):
 		now := "another"
 		if ce.Current != nil {
@@ -313,21 +312,17 @@ func (s *session) changeUser(ctx context.Context, id string, version versionFlag
 	if did {
 		s.logChange(w, "user."+verb, id, field, before, after, next.Version)
 	}
-	var waited *float64
-	if takes {
-		if waited, err = s.waitRevoked(ctx, id, wait); err != nil {
-			return err
-		}
-	}
 	v := viewUser(next)
 	label := printedField(field)
-	return s.emit(changed{Changed: did, User: v, WaitedSeconds: waited}, func(tw io.Writer) {
+	return s.emit(changed{Changed: did, User: v}, func(tw io.Writer) {
 		if did {
 			fmt.Fprintf(tw, "%s: %s %v -> %v (version %d -> %d)\n", id, label, show(before), show(after), read.Version, next.Version)
 		} else {
 			fmt.Fprintf(tw, "%s: %s already %v; nothing changed\n", id, label, show(after))
 		}
-		afterWait(tw, id, waited)
+		if takes {
+			revokedLine(tw, id, next.Revoked)
+		}
 		userRows(tw, v)
 	})
 }
@@ -427,12 +422,8 @@ func userDelete(fs *flag.FlagSet) action {
 				return err
 			}
 			read, err := s.admin.User(ctx, *id)
+			_ = *noWait
 			if errors.Is(err, identity.ErrUnknown) {
-				// Nothing to delete; but an earlier delete of the user may
-				// have been cut short before its wait: wait all the same.
-				if _, err := s.waitRevoked(ctx, *id, !*noWait); err != nil {
-					return err
-				}
 				return notFound("no user %s at %s: nothing deleted (deleted already, or never added)", *id, s.target)
 			}
 			if err != nil {
@@ -445,6 +436,8 @@ func userDelete(fs *flag.FlagSet) action {
 			var ce *dynamo.ConflictError
 			deleted := err == nil
 			switch {
+			case errors.As(err, &ce) && ce.MaybeWritten:
+				return conflict("user %s may have been deleted (an answer was lost), but a record of this id exists now at version %d: it was added or changed again since. Read it (user get -id %s) and delete it again if that still applies", *id, ce.Current.Version, *id)
 			case errors.As(err, &ce):
 				return conflict("user %s changed while this command ran (read at version %d): nothing deleted; read it again (user get -id %s) and delete it if that still applies", *id, read.Version, *id)
 			case errors.Is(err, identity.ErrUnknown):
@@ -454,15 +447,11 @@ func userDelete(fs *flag.FlagSet) action {
 			default:
 				s.logChange(w, "user.delete", *id, "", viewUser(read), nil, read.Version)
 			}
-			waited, err := s.waitRevoked(ctx, *id, !*noWait)
-			if err != nil {
-				return err
-			}
 			v := viewUser(read)
 			v.Deleted = true
-			return s.emit(changed{Changed: deleted, User: v, WaitedSeconds: waited}, func(tw io.Writer) {
+			return s.emit(changed{Changed: deleted, User: v}, func(tw io.Writer) {
 				fmt.Fprintf(tw, "deleted user %s (version %d) from %s; every call of %s is refused as unknown\n", *id, read.Version, s.target, *id)
-				afterWait(tw, *id, waited)
+				revokedLine(tw, *id, 0)
 				userRows(tw, v)
 			})
 		},

@@ -93,11 +93,11 @@ func TestTemplateFunction(t *testing.T) {
 	if fn.MemorySize == nil || *fn.MemorySize != 1769 {
 		t.Errorf("MemorySize = %v, want 1769", fn.MemorySize)
 	}
-	// The handler's own deadline (callback.Deadline), which bounds what a
-	// revocation waits for (callback.RevocationWait), is the function's
-	// timeout: a few seconds under API Gateway's 30 s.
+	// The handler's own deadline (callback.Deadline), which bounds how
+	// long a call under way when access is taken away may still answer,
+	// is the function's timeout: a few seconds under API Gateway's 30 s.
 	if fn.Timeout == nil || time.Duration(*fn.Timeout)*time.Second != callback.Deadline || *fn.Timeout < 3 || *fn.Timeout > 29 {
-		t.Errorf("Timeout = %v, want callback.Deadline, %v: what oncecall-admin waits for after a revocation", fn.Timeout, callback.Deadline)
+		t.Errorf("Timeout = %v, want callback.Deadline, %v: the bound oncecall-admin names after a revocation", fn.Timeout, callback.Deadline)
 	}
 	if fn.Role == nil || *fn.Role != "getatt:CallbackRole.Arn" {
 		t.Errorf("Role = %v, want the template's own CallbackRole", fn.Role)
@@ -408,7 +408,7 @@ func TestTemplateEnvironmentIsTheConfiguration(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range []string{"1m", "90m", "8760h"} {
+	for _, r := range []string{"6m", "90m", "8760h"} {
 		env := deploy(t, map[string]string{"Retention": r}).env(t)
 		env[config.EnvTable], env[config.EnvHookKeySecret] = "oncecall-Table-ABC", existingSecret
 		if _, err := config.Load(func(k string) string { return env[k] }, config.Lambda, app.FunctionNames()); err != nil {
@@ -1049,7 +1049,12 @@ func TestTemplateRetentionIsTheCodes(t *testing.T) {
 			accepted++
 		}
 	}
-	for _, v := range []string{"1m", "59m", "60m", "90m", "24h", "525600m", "8760h"} {
+	for _, v := range []string{"5m", "1m", "300s"} {
+		if samtest.CheckParameter(p, v) == nil || codeAccepts(v) {
+			t.Errorf("Retention=%q, below config.MinRetention, is accepted", v)
+		}
+	}
+	for _, v := range []string{"6m", "59m", "60m", "90m", "24h", "525600m", "8760h"} {
 		if err := samtest.CheckParameter(p, v); err != nil || !codeAccepts(v) {
 			t.Errorf("Retention=%q: template %v, code %v", v, err, codeAccepts(v))
 		}
@@ -1057,7 +1062,7 @@ func TestTemplateRetentionIsTheCodes(t *testing.T) {
 	if d := p["Default"]; samtest.CheckParameter(p, scalar(d)) != nil || !codeAccepts(scalar(d)) {
 		t.Errorf("the default %v is refused", d)
 	}
-	if min, max := config.MinRetention, config.MaxRetention; min != time.Minute || max != 8760*time.Hour {
+	if min, max := config.MinRetention, config.MaxRetention; min != 6*time.Minute || max != 8760*time.Hour {
 		t.Errorf("config's bounds are %s to %s: update the Retention pattern and its ConstraintDescription", min, max)
 	}
 	t.Logf("%d of %d candidates deploy", accepted, len(candidates))

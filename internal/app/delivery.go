@@ -106,7 +106,7 @@ func Worker(cfg config.Config, store *dynamo.Store, logger *slog.Logger) (*deliv
 	if err != nil {
 		return nil, err
 	}
-	w := &delivery.Worker{Store: store, Destination: dest, Policy: Policy(cfg.Delivery), Logger: logger}
+	w := &delivery.Worker{Store: store, Destination: dest, Policy: Policy(cfg.Delivery), Logger: logger, Voucher: store}
 	if cfg.Metrics {
 		w.Metrics = metrics.New(os.Stdout, cfg.MetricsNamespace, cfg.FunctionName, delivery.AttemptOutcomes)
 	}

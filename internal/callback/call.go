@@ -454,6 +454,7 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 	t.CreatedAt = now
 	t.OperationKey = key.ID
 	t.RequestID = rid
+	t.UserVersion = c.user.Version
 	rec := idempotency.Record{
 		Key:         key.ID,
 		UserID:      c.user.ExternalID,
@@ -465,6 +466,7 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 		Result:      createdResult(t.ID),
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(c.h.keep()),
+		UserVersion: c.user.Version,
 	}
 	out := c.h.queued(key.ID, t.ID, now)
 	holder, taken, err := c.h.Store.Create(ctx, rec, t, out)
@@ -487,13 +489,23 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 // holds already: its stored result, when the call may see it and asks the
 // same as the call that made it.
 func (c *call) replay(ctx context.Context, holder idempotency.Record, key idempotency.Key) protocol.Answer {
-	switch idempotency.Replay(&holder, c.user.ExternalID, key.Fingerprint) {
+	verdict := idempotency.Replay(&holder, c.user.ExternalID, key.Fingerprint)
+	switch verdict {
 	case idempotency.Conflict:
 		return c.deny(http.StatusForbidden, "request_id_conflict", "This request_id already belongs to another user's operation.")
 	case idempotency.InProgress:
 		c.log.outcome = protocol.StatusInProgress
 		return protocol.InProgress()
-	case idempotency.Reused:
+	}
+	// The key is derived from the caller's tenant: the holder is of it.
+	if !c.user.Vouches(c.user.Tenant, holder.UserVersion) {
+		// Made under a version of the record that a later change which
+		// took access away supersedes: its ticket is withheld, and
+		// nothing of it is shown.
+		return c.reject(CodeWithdrawn, fmt.Sprintf(
+			"This request_id's operation was made before this user's access was taken away; its ticket is withheld and will not be delivered. Do not call %s again with this request_id: a new ticket needs a new request from the user.", c.fn.Name))
+	}
+	if verdict == idempotency.Reused {
 		if ans, late := c.late(ctx); late {
 			return ans
 		}
@@ -521,6 +533,31 @@ func (c *call) replay(ctx context.Context, holder idempotency.Record, key idempo
 	return protocol.Answer{Status: http.StatusOK, Body: body}
 }
 
+// CodeWithdrawn refuses the replay of an operation whose user's record no
+// longer vouches for it (identity.User.Vouches).
+const CodeWithdrawn = "request_id_withdrawn"
+
+// vouched returns t when the record of the user who made it, as it is
+// now, vouches for it; nil otherwise. The caller's own record is the one
+// this call read; another user's is read.
+func (c *call) vouched(ctx context.Context, t *ticket.Ticket) (*ticket.Ticket, error) {
+	maker := c.user
+	if t.UserID != c.user.ExternalID {
+		u, err := c.h.Store.LoadUser(ctx, t.UserID)
+		switch {
+		case errors.Is(err, identity.ErrUnknown):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		maker = u
+	}
+	if !maker.Vouches(t.Tenant, t.UserVersion) {
+		return nil, nil
+	}
+	return t, nil
+}
+
 type found struct {
 	Status string     `json:"status"`
 	Ticket ticketView `json:"ticket"`
@@ -544,7 +581,13 @@ func (c *call) get(ctx context.Context) protocol.Answer {
 	if ans, late := c.late(ctx); late {
 		return ans
 	}
-	// Another tenant's ticket is indistinguishable from a missing one.
+	// Another tenant's ticket, and one its maker's record no longer
+	// vouches for, are indistinguishable from a missing one.
+	if t != nil && t.Tenant == c.user.Tenant {
+		if t, err = c.vouched(ctx, t); err != nil {
+			return c.fail(err)
+		}
+	}
 	if t == nil || t.Tenant != c.user.Tenant {
 		c.log.outcome, c.log.code = protocol.StatusNotFound, "ticket_not_found"
 		return protocol.NotFound("ticket_not_found", "No ticket "+id+" is visible to this user. Check the ticket_id that create_ticket returned.")

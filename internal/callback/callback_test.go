@@ -262,8 +262,17 @@ func TestGetTicket(t *testing.T) {
 	if got.status != 200 || got.str("status") != "found" || tk["title"] != "VPN drops" || tk["description"] != "Every hour.\nSince Monday." {
 		t.Fatalf("get_ticket by a tenant colleague: %s", got.raw)
 	}
+	// The caller's record, the ticket, and its maker's record, which must
+	// still vouch for it (identity.User.Vouches).
+	if n := r.env.Requests.Load(); n > 3 {
+		t.Errorf("get_ticket by a colleague took %d store requests, want 3", n)
+	}
+	r.env.Requests.Reset()
+	if own := r.call(callBody("user-a", "", "get_ticket", `{"ticket_id":"`+a.str("ticket_id")+`"}`)); own.str("status") != "found" {
+		t.Fatalf("get_ticket by its maker: %s", own.raw)
+	}
 	if n := r.env.Requests.Load(); n > 2 {
-		t.Errorf("get_ticket took %d store requests", n)
+		t.Errorf("get_ticket by its maker took %d store requests, want 2 (its record is the call's own)", n)
 	}
 	bad := r.call(callBody("user-a", "", "get_ticket", `{"ticket_id":"../../etc"}`))
 	if bad.code() != "invalid_arguments" {

@@ -8,8 +8,10 @@
 // function, validate the arguments, derive the operation key, and hand the
 // claim and the ticket to the Store in one transaction. Every step that
 // refuses answers before anything is written or any stored result is
-// disclosed, and nothing is disclosed after the call's Deadline, which is
-// what makes a revocation final after RevocationWait. Handler.Serve walks a
+// disclosed, and nothing is disclosed after the call's Deadline. A ticket
+// and its claim carry the version of the user's record the call read, and
+// are delivered and shown only while the record vouches for them
+// (identity.User.Vouches), however late their write landed. Handler.Serve walks a
 // Call that another door decoded (the MCP door's tools/call) through the
 // same steps. Transport adapters (package httpapi for net/http, package
 // apigw for API Gateway on Lambda) only move headers and bodies in and out.

@@ -86,21 +86,6 @@ const ResponseReserve = 250 * time.Millisecond
 // holds the two equal.
 const Deadline = 10 * time.Second
 
-// LateWriteMargin is how long after a call's Deadline the store may still
-// apply a write the call sent before it: a request DynamoDB received, or
-// was still receiving, when the call gave up on it. SECURITY.md says why
-// this long, and what it does not cover.
-const LateWriteMargin = 10 * time.Second
-
-// RevocationWait is how long after a change that takes access away (a user
-// disabled, a function revoked, a user deleted) a call that read the
-// record as it was before may still commit a ticket or answer a stored
-// result: such a call started before the change, so it ends within
-// Deadline of it, and what it wrote lands within LateWriteMargin after
-// that. oncecall-admin waits this long before such a change returns; from
-// then on, every call of the user is answered from the record as changed.
-const RevocationWait = Deadline + LateWriteMargin
-
 // Handler serves callbacks. Its fields are set once at start-up; it is safe
 // for concurrent use.
 type Handler struct {

@@ -289,3 +289,123 @@ func TestNothingStoredIsShownPastTheDeadline(t *testing.T) {
 		}
 	}
 }
+
+// heldCreates is a callback.Store whose Create sends nothing and answers
+// busy, as a call whose transaction was held in the network, or in an
+// execution environment frozen at its deadline, would answer. release
+// sends the held transaction, the same content under the same token, as
+// the held request reaching DynamoDB later would.
+type heldCreates struct {
+	callback.Store
+	real *dynamo.Store
+	mu   sync.Mutex
+	held []func() error
+}
+
+func (h *heldCreates) Create(_ context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (idempotency.Record, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held = append(h.held, func() error {
+		_, taken, err := h.real.Create(context.Background(), rec, t, out)
+		if taken {
+			return errors.New("the held create met a taken key")
+		}
+		return err
+	})
+	return idempotency.Record{}, false, fmt.Errorf("%w: held", idempotency.ErrBusy)
+}
+
+func (h *heldCreates) release(t *testing.T) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, send := range h.held {
+		if err := send(); err != nil {
+			t.Fatalf("the held create: %v", err)
+		}
+	}
+	h.held = nil
+}
+
+// TestALateCreateIsInert: a call reads user-a's record (active), and its
+// create transaction is held; the operator disables user-a. The held
+// transaction then lands, later than any wait the admin tool could make
+// (five minutes, the signed request's window): it commits a ticket and its
+// claim, which carry the version of the record the call read. The worker
+// never sends it (failed, withheld), and once user-a is enabled again a
+// replay of the operation and get_ticket disclose nothing of it. A ticket
+// that was queued before the disable is withheld the same way: the record
+// cannot tell it from a late one. A ticket made after the enable is
+// delivered.
+func TestALateCreateIsInert(t *testing.T) {
+	r := newOutboxRig(t, delivery.Capabilities{}, 0)
+	r.w.Voucher = r.store // as app.Worker wires it
+	ctx := context.Background()
+	admin := dynamo.NewAdmin(r.env.Client, r.env.Table)
+
+	before := r.call(create("user-a", "r-before", signIn))
+	if kind(before) != "created" {
+		t.Fatalf("a ticket queued before the disable: %s", before.raw)
+	}
+	held := &heldCreates{Store: r.store, real: r.store}
+	r.h.Store = held
+	if p := r.call(create("user-a", "r-late", `{"title":"Held"}`)); p.str("status") != "busy" {
+		t.Fatalf("the held call: %d %s, want busy", p.status, p.raw)
+	}
+	r.h.Store = r.store
+	if err := setActive(admin, "user-a", false); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(5*time.Minute + callback.Deadline)
+	ticketsBefore := r.tickets()
+	held.release(t)
+	if n := r.tickets() - ticketsBefore; n != 1 {
+		t.Fatalf("the released create wrote %d tickets, want 1 (it is a late write that lands)", n)
+	}
+	late, err := r.env.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(r.env.Table),
+		FilterExpression:          aws.String("request_id = :r"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": &types.AttributeValueMemberS{Value: "r-late"}}})
+	if err != nil || len(late.Items) != 1 {
+		t.Fatalf("the late ticket: %v, %d items", err, len(late.Items))
+	}
+	var lateID string
+	for _, item := range late.Items {
+		if pk := item["pk"].(*types.AttributeValueMemberS).Value; strings.HasPrefix(pk, "ticket#") {
+			lateID = strings.TrimPrefix(pk, "ticket#")
+		}
+	}
+	for _, id := range []string{before.str("ticket_id"), lateID} {
+		rep, err := r.w.Deliver(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.State != delivery.Failed || rep.Code != delivery.CodeWithheld {
+			t.Errorf("ticket %s of the disabled user: %+v, want failed %s", id, rep, delivery.CodeWithheld)
+		}
+	}
+	if n := r.hd.Counts().CreateRequests; n != 0 {
+		t.Fatalf("%d create requests reached the helpdesk, want 0", n)
+	}
+
+	if err := setActive(admin, "user-a", true); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.call(create("user-a", "r-late", `{"title":"Held"}`)); p.code() != callback.CodeWithdrawn || strings.Contains(p.raw, lateID) {
+		t.Errorf("a replay of the late operation after the enable: %d %s, want %s", p.status, p.raw, callback.CodeWithdrawn)
+	}
+	for _, id := range []string{before.str("ticket_id"), lateID} {
+		for _, user := range []string{"user-a", "user-b"} {
+			g := r.call(callBody(user, "", "get_ticket", `{"ticket_id":"`+id+`"}`))
+			if g.code() != "ticket_not_found" {
+				t.Errorf("%s reads withheld ticket %s: %d %s, want ticket_not_found", user, id, g.status, g.raw)
+			}
+		}
+	}
+	after := r.call(create("user-a", "r-after", signIn))
+	if kind(after) != "created" {
+		t.Fatalf("a call after the enable: %s", after.raw)
+	}
+	if rep, err := r.w.Deliver(ctx, after.str("ticket_id")); err != nil || rep.State != delivery.Delivered {
+		t.Fatalf("a ticket made after the enable: %+v %v, want delivered", rep, err)
+	}
+}

@@ -50,9 +50,19 @@ const (
 
 // Bounds of the settings.
 const (
-	MinRetention = time.Minute
+	// MinRetention is the shortest deduplication window: longer than a
+	// call's deadline (callback.Deadline, 10 s) plus the late-write window
+	// (LateWriteWindow), so that a create that lands late never writes a
+	// claim that has already expired, and a retry after busy still meets
+	// it. Whole minutes, as the template's Retention parameter takes them.
+	MinRetention = 6 * time.Minute
 	MaxRetention = 365 * 24 * time.Hour
-	MaxTableName = 255
+	// LateWriteWindow is how long after a request was signed AWS may
+	// still accept it: "within five minutes of the time stamp in the
+	// request" (AWS Signature Version 4), the bound of a write held in the
+	// network or in a frozen execution environment that signed it.
+	LateWriteWindow = 5 * time.Minute
+	MaxTableName    = 255
 	// MinMCPTokenBytes keeps the MCP door's bearer token out of guessing
 	// range; MaxMCPTokenBytes bounds it (an HTTP header).
 	MinMCPTokenBytes = 16
@@ -241,7 +251,7 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 	if v := getenv(EnvRetention); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < MinRetention || d > MaxRetention {
-			bad(EnvRetention, "%q must be a duration from %s to %s, such as 24h", v, MinRetention, MaxRetention)
+			bad(EnvRetention, "%q must be a duration from %s to %s, such as 24h: shorter, a create that reaches the store late (up to %s after it was signed) could find its claim expired and a retry could create a second ticket", v, MinRetention, MaxRetention, LateWriteWindow)
 		} else {
 			c.Retention = d
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -106,7 +107,8 @@ func TestLoadRefusesEveryBadSetting(t *testing.T) {
 		{"cost too low", map[string]string{config.EnvNonceMaxCost: "3"}, nil, []string{"NONCE_MAX_COST", "4 to 14"}},
 		{"cost too high", map[string]string{config.EnvNonceMaxCost: "15"}, nil, []string{"NONCE_MAX_COST", "4 to 14"}},
 		{"retention not a duration", map[string]string{config.EnvRetention: "1 day"}, nil, []string{"RETENTION", "duration", "24h"}},
-		{"retention too short", map[string]string{config.EnvRetention: "30s"}, nil, []string{"RETENTION", "1m0s"}},
+		{"retention too short", map[string]string{config.EnvRetention: "30s"}, nil, []string{"RETENTION", "6m0s"}},
+		{"retention inside the late-write window", map[string]string{config.EnvRetention: "5m"}, nil, []string{"RETENTION", "6m0s"}},
 		{"retention too long", map[string]string{config.EnvRetention: "9000h"}, nil, []string{"RETENTION", "8760h0m0s"}},
 		{"policy for an unknown function", map[string]string{config.EnvKeyPolicy: "delete_ticket=request"}, nil, []string{"KEY_POLICY", "unknown function", "create_ticket, get_ticket"}},
 		{"unknown policy", map[string]string{config.EnvKeyPolicy: "create_ticket=strict"}, nil, []string{"KEY_POLICY", `"arguments" or "request"`}},
@@ -278,5 +280,14 @@ func TestHookKeysFitForPurpose(t *testing.T) {
 				t.Errorf("message echoes the key: %v", err)
 			}
 		})
+	}
+}
+
+// TestRetentionOutlivesALateWrite: the shortest retention is longer than
+// a call's deadline plus the window in which AWS accepts a signed request,
+// so that a create that lands late still meets a live claim.
+func TestRetentionOutlivesALateWrite(t *testing.T) {
+	if floor := config.LateWriteWindow + callback.Deadline; config.MinRetention <= floor {
+		t.Fatalf("MinRetention %s is not above the late-write window plus the deadline, %s", config.MinRetention, floor)
 	}
 }

@@ -171,6 +171,9 @@ type Worker struct {
 	// key's credentials or the destination's words. Nil logs nothing.
 	Logger  *slog.Logger
 	Metrics Observer
+	// Voucher, when set, is asked before every attempt sends whether the
+	// ticket's user record still vouches for it (withhold).
+	Voucher Voucher
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Rand draws the jitter of a backoff, in [0, n); nil means math/rand/v2.
@@ -309,6 +312,9 @@ func (w *Worker) notLeased(nl *NotLeasableError, now time.Time) Report {
 
 // attempt runs the leased attempt: at most a lookup and a create.
 func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Record, Report) {
+	if next, rep, done := w.withhold(ctx, t, rec); done {
+		return next, rep
+	}
 	caps := w.Destination.Capabilities()
 	queued := queuedAt(&rec, t.CreatedAt)
 	for range 2 {

@@ -36,6 +36,9 @@ const (
 	attrTags        = "tags"
 	attrOpKey       = "operation_key"
 	attrRequestID   = "request_id"
+	// attrUserVer is the version of its user's record the call that
+	// wrote an operation or a ticket read.
+	attrUserVer = "user_ver"
 )
 
 // Key prefixes.
@@ -80,7 +83,7 @@ func userItem(u identity.User) map[string]types.AttributeValue {
 }
 
 func operationItem(r idempotency.Record) map[string]types.AttributeValue {
-	item := newItem(opPrefix+r.Key, 11)
+	item := newItem(opPrefix+r.Key, 12)
 	item[attrKind] = strAV("operation")
 	item[attrUserID] = strAV(r.UserID)
 	item[attrTenant] = strAV(r.Tenant)
@@ -97,11 +100,12 @@ func operationItem(r idempotency.Record) map[string]types.AttributeValue {
 	if !r.ExpiresAt.IsZero() {
 		item[TTLAttribute] = numAV(r.ExpiresAt.Unix())
 	}
+	item[attrUserVer] = numAV(r.UserVersion)
 	return item
 }
 
 func ticketItem(t ticket.Ticket) map[string]types.AttributeValue {
-	item := newItem(ticketPrefix+t.ID, 13)
+	item := newItem(ticketPrefix+t.ID, 14)
 	item[attrKind] = strAV("ticket")
 	item[attrTenant] = strAV(t.Tenant)
 	item[attrUserID] = strAV(t.UserID)
@@ -120,6 +124,7 @@ func ticketItem(t ticket.Ticket) map[string]types.AttributeValue {
 	item[attrCreatedAt] = strAV(t.CreatedAt.UTC().Format(time.RFC3339Nano))
 	item[attrOpKey] = strAV(t.OperationKey)
 	item[attrRequestID] = strAV(t.RequestID)
+	item[attrUserVer] = numAV(t.UserVersion)
 	if t.RequestID != "" {
 		// LookupIndex: the operator finds the ticket by tenant + request id.
 		item[attrLookup], item[attrLookupSort] = strAV(requestLookup(t.Tenant, t.RequestID)), strAV(lookupTime(t.CreatedAt))
@@ -147,6 +152,16 @@ func (d *decoder) str(name string, required bool) string {
 		}
 	}
 	return ""
+}
+
+// int reads an integer attribute; 0 when absent (an item written before
+// it existed).
+func (d *decoder) int(name string) int64 {
+	n, err := intAttr(d.item, name)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	return n
 }
 
 func (d *decoder) unix(name string) time.Time {
@@ -184,6 +199,8 @@ func decodeUser(item map[string]types.AttributeValue, externalID string) (identi
 	if fns, ok := item[attrFunctions].(*types.AttributeValueMemberSS); ok {
 		u.Functions = fns.Value
 	}
+	u.Version = d.int(attrUserVersion)
+	u.Revoked = d.int(attrRevoked)
 	return u, d.err
 }
 
@@ -199,6 +216,7 @@ func decodeOperation(item map[string]types.AttributeValue) (idempotency.Record, 
 		Result:      []byte(d.str(attrResult, false)),
 		CreatedAt:   d.unix(attrCreatedAt),
 		ExpiresAt:   d.unix(TTLAttribute),
+		UserVersion: d.int(attrUserVer),
 	}
 	key := d.str(PartitionKey, true)
 	if len(key) > len(opPrefix) {
@@ -220,6 +238,7 @@ func decodeTicket(item map[string]types.AttributeValue) (ticket.Ticket, error) {
 		Priority:     d.str(attrPriority, false),
 		OperationKey: d.str(attrOpKey, false),
 		RequestID:    d.str(attrRequestID, false),
+		UserVersion:  d.int(attrUserVer),
 	}
 	key := d.str(PartitionKey, true)
 	if len(key) > len(ticketPrefix) {

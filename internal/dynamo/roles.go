@@ -14,7 +14,7 @@ func CreateAttributes() []string {
 		PartitionKey, TTLAttribute, attrKind, attrUserID, attrTenant, attrFunction, attrState, attrFingerprint,
 		attrCreatedAt, attrTicketID, attrResult, attrTitle, attrDescription, attrPriority, attrTags, attrOpKey,
 		attrRequestID, attrLookup, attrLookupSort, attrDelivery, attrDest, attrDestKey, attrAttempts, attrSince,
-		attrVersion, attrAttention, attrAttentionDue, attrNextAt,
+		attrVersion, attrAttention, attrAttentionDue, attrNextAt, attrUserVer,
 	}
 	slices.Sort(a)
 	return a

@@ -264,6 +264,20 @@ func (s *Store) LoadUser(ctx context.Context, externalID string) (identity.User,
 	return decodeUser(item, externalID)
 }
 
+// Vouches reads the record of t's user with a strongly consistent read
+// and reports whether it still stands behind t (identity.User.Vouches): a
+// deleted user vouches for nothing.
+func (s *Store) Vouches(ctx context.Context, t ticket.Ticket) (bool, error) {
+	u, err := s.LoadUser(ctx, t.UserID)
+	switch {
+	case errors.Is(err, identity.ErrUnknown):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return u.Vouches(t.Tenant, t.UserVersion), nil
+}
+
 // ReadTicket reads ticket id and its delivery with a strongly consistent
 // read. The ticket is nil when absent; its delivery is nil when it has
 // none.

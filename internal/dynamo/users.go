@@ -15,8 +15,14 @@ import (
 	"github.com/oncecall/oncecall/internal/identity"
 )
 
-// attrUserVersion counts the changes Admin made to a user record.
-const attrUserVersion = "ver"
+// Attributes of a user record's versions.
+const (
+	// attrUserVersion counts the changes Admin made to a user record.
+	attrUserVersion = "ver"
+	// attrRevoked is the version of the record's last change that took
+	// access away (identity.User.Revoked); absent when none has.
+	attrRevoked = "revoked_at_ver"
+)
 
 // UserRecord is a user record as an operator reads and changes it.
 //
@@ -24,14 +30,15 @@ const attrUserVersion = "ver"
 // and nothing else holds a copy of it, so each change is one conditional
 // write of it, and deleting it, by any means, refuses every call that reads
 // it afterwards.
+//
+// Its Version is raised by one by every Admin.UpdateUser; 0 for a record
+// no such change has touched (written by AddUser, PutUser or the demo
+// seed). A change is made only if the record is still at the version the
+// operator read, and a change sent again after its answer was lost knows
+// its own write by the version it wrote: never by a clock. A change that
+// takes access away also sets Revoked to the version it writes.
 type UserRecord struct {
 	identity.User
-	// Version is raised by one by every Admin.UpdateUser; 0 for a record
-	// no such change has touched (written by AddUser, PutUser or the demo
-	// seed). A change is made only if the record is still at the version
-	// the operator read, and a change sent again after its answer was lost
-	// knows its own write by the version it wrote: never by a clock.
-	Version int64
 }
 
 // ErrUserExists is returned by Admin.AddUser when the id is taken.
@@ -40,14 +47,19 @@ var ErrUserExists = errors.New("dynamo: a user with this id already exists")
 // ErrConflict is matched (errors.Is) by a *ConflictError.
 var ErrConflict = errors.New("dynamo: the record changed since it was read")
 
-// ConflictError is returned by Admin.UpdateUser when the record is no
-// longer the one the operator read: another change came first. Nothing was
-// written.
+// ConflictError is returned by Admin.UpdateUser and Admin.DeleteUser when
+// the record is no longer the one the operator read: another change came
+// first. Nothing was written, unless MaybeWritten.
 type ConflictError struct {
 	// Read is the version the change was conditional on.
 	Read int64
 	// Current is the record as it is now, when the store returned it.
 	Current *UserRecord
+	// MaybeWritten is true when the change was sent more than once (an
+	// answer lost): an earlier attempt may have applied before the change
+	// that Current shows. Whether the record now refuses what was asked
+	// is read from Current, never assumed.
+	MaybeWritten bool
 }
 
 func (e *ConflictError) Error() string {
@@ -78,13 +90,20 @@ func decodeUserRecord(item map[string]types.AttributeValue, id string) (UserReco
 	if err != nil {
 		return UserRecord{}, err
 	}
-	r := UserRecord{User: u}
-	if v, ok := item[attrUserVersion].(*types.AttributeValueMemberN); ok {
-		if r.Version, err = strconv.ParseInt(v.Value, 10, 64); err != nil {
-			return UserRecord{}, fmt.Errorf("dynamo: user %s: %s is not an integer", id, attrUserVersion)
-		}
+	return UserRecord{User: u}, nil
+}
+
+// intAttr reads the integer attribute name of an item; 0 when absent.
+func intAttr(item map[string]types.AttributeValue, name string) (int64, error) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, nil
 	}
-	return r, nil
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("dynamo: %s is not an integer", name)
+	}
+	return n, nil
 }
 
 // AddUser creates the record of u, at version 0, in one conditional
@@ -160,9 +179,11 @@ func (a *Admin) Users(ctx context.Context, tenant, after string, limit int) (Use
 // a user keeps at least one function (ErrNoFunctions: disable the user
 // instead).
 //
-// A call that read the record before the write may still complete (commit
-// its ticket, answer a stored result) until its deadline: see
-// callback.RevocationWait.
+// A change that takes access away (the user disabled, a function
+// revoked) also sets Revoked to the new version: every ticket and stored
+// result made under an earlier version is superseded, however late its
+// write lands (identity.User.Vouches). A call that read the record before
+// the write may still answer until its deadline (callback.Deadline).
 func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.User) (UserRecord, error) {
 	if to.ExternalID != read.ExternalID || to.Tenant != read.Tenant {
 		return UserRecord{}, errors.New("dynamo: UpdateUser cannot change a user's id or tenant")
@@ -200,6 +221,15 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 	if len(set) == 3 {
 		return read, nil
 	}
+	to.Version, to.Revoked = read.Version+1, read.Revoked
+	if takesAway(read.User, to) {
+		// Every ticket and stored result made under an earlier version
+		// is superseded (identity.User.Vouches), whenever it lands.
+		names["#revoked"] = attrRevoked
+		set = append(set, "#revoked = :next")
+		to.Revoked = to.Version
+	}
+
 	cond := "attribute_exists(#pk) AND #tenant = :tenant AND " + atVersion(read.Version, values)
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           &a.table,
@@ -210,7 +240,7 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	next := UserRecord{User: to, Version: read.Version + 1}
+	next := UserRecord{User: to}
 	attempts, current, err := a.store.writeUser(ctx, read.ExternalID, func() error {
 		_, err := a.api.UpdateItem(ctx, in)
 		return err
@@ -227,7 +257,7 @@ func (a *Admin) UpdateUser(ctx context.Context, read UserRecord, to identity.Use
 		// An earlier attempt committed and its answer was lost.
 		return next, nil
 	}
-	return UserRecord{}, &ConflictError{Read: read.Version, Current: current.record}
+	return UserRecord{}, &ConflictError{Read: read.Version, Current: current.record, MaybeWritten: attempts > 1}
 }
 
 // atVersion is the condition that a record is still at version v, with
@@ -279,6 +309,20 @@ func (s *Store) writeUser(ctx context.Context, id string, send func() error) (in
 	return attempts, refusal{refused: true, record: &r}, nil
 }
 
+// takesAway reports whether changing from to to takes access away: the
+// user disabled, or a function revoked.
+func takesAway(from, to identity.User) bool {
+	if from.Active && !to.Active {
+		return true
+	}
+	for _, f := range from.Functions {
+		if !slices.Contains(to.Functions, f) {
+			return true
+		}
+	}
+	return false
+}
+
 func sameUserRecord(a, b UserRecord) bool {
 	return a.Version == b.Version && a.ExternalID == b.ExternalID && a.Tenant == b.Tenant && a.Name == b.Name &&
 		a.Active == b.Active && slices.Equal(slices.Sorted(slices.Values(a.Functions)), slices.Sorted(slices.Values(b.Functions)))
@@ -310,7 +354,9 @@ func (a *Admin) DeleteUser(ctx context.Context, read UserRecord) error {
 	case err != nil || !current.refused:
 		return err
 	case current.record != nil:
-		return &ConflictError{Read: read.Version, Current: current.record}
+		// After more than one attempt, the record may be one added again
+		// after an earlier attempt deleted it.
+		return &ConflictError{Read: read.Version, Current: current.record, MaybeWritten: attempts > 1}
 	case attempts > 1:
 		// An earlier attempt deleted it and its answer was lost.
 		return nil

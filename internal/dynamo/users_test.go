@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
@@ -205,5 +207,60 @@ func TestRemoveGrantCopies(t *testing.T) {
 	}
 	if n, err := admin.RemoveGrantCopies(ctx); err != nil || n != 0 {
 		t.Errorf("a second run = %d, %v", n, err)
+	}
+}
+
+// renameBetween is an AdminAPI whose first UpdateItem applies, then lets
+// another operator rename the user, then loses its answer: the retry meets
+// the rename.
+type renameBetween struct {
+	dynamo.AdminAPI
+	other *dynamo.Admin
+	done  bool
+}
+
+func (r *renameBetween) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := r.AdminAPI.UpdateItem(ctx, in, opts...)
+	if r.done || err != nil {
+		return out, err
+	}
+	r.done = true
+	id := strings.TrimPrefix(in.Key[dynamo.PartitionKey].(*types.AttributeValueMemberS).Value, "user#")
+	read, rerr := r.other.User(ctx, id)
+	if rerr != nil {
+		return nil, rerr
+	}
+	to := read.User
+	to.Name = "renamed"
+	if _, rerr := r.other.UpdateUser(ctx, read, to); rerr != nil {
+		return nil, rerr
+	}
+	return nil, &smithy.GenericAPIError{Code: "InternalServerError", Message: "answer lost"}
+}
+
+// TestADisableMetByALaterChangeMayHaveBeenWritten: operator A's disable
+// applies and its answer is lost; operator B renames the user; A's retry
+// meets B's version. A is told the change may have been written, with the
+// record as it is (disabled, and revoked at A's version): never that
+// nothing was written.
+func TestADisableMetByALaterChangeMayHaveBeenWritten(t *testing.T) {
+	env := dynamotest.New(t)
+	ctx := context.Background()
+	other := dynamo.NewAdmin(env.Client, env.Table)
+	admin := dynamo.NewAdmin(&renameBetween{AdminAPI: env.Client, other: other}, env.Table)
+	frank := identity.User{ExternalID: "user-f", Tenant: "tenant-c", Name: "frank", Active: true, Functions: []string{ticket.CreateName}}
+	if _, err := other.AddUser(ctx, frank); err != nil {
+		t.Fatal(err)
+	}
+	read, err := admin.User(ctx, "user-f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := read.User
+	to.Active = false
+	_, err = admin.UpdateUser(ctx, read, to)
+	var ce *dynamo.ConflictError
+	if !errors.As(err, &ce) || !ce.MaybeWritten || ce.Current == nil || ce.Current.Active || ce.Current.Revoked != 1 || ce.Current.Version != 2 {
+		t.Fatalf("disable met by a rename after its lost answer: %v (%+v), want a conflict that may have been written, the record disabled at version 1", err, ce)
 	}
 }

@@ -43,6 +43,9 @@ type Record struct {
 	CreatedAt time.Time
 	// ExpiresAt ends the deduplication window; zero means never.
 	ExpiresAt time.Time
+	// UserVersion is the version of UserID's record the call that claimed
+	// it read (identity.User.Vouches).
+	UserVersion int64
 }
 
 // Live reports whether r still deduplicates at now. An expired record that

@@ -75,6 +75,10 @@ type Ticket struct {
 	OperationKey string
 	// RequestID is the application's operation id it was created under.
 	RequestID string
+	// UserVersion is the version of its user's record that the call which
+	// created it read: the ticket is delivered and shown only while that
+	// record vouches for it (identity.User.Vouches).
+	UserVersion int64
 }
 
 // FromArguments builds the ticket that create_ticket arguments describe,
