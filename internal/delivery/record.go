@@ -67,7 +67,7 @@ type Record struct {
 	FirstSent time.Time
 	// LastSent is the latest time a request that may have created the
 	// ticket could have reached the destination; a lookup is trusted only
-	// SettleDelay after it.
+	// Policy.ResendWait after it.
 	LastSent time.Time
 	// NextAt is the earliest time of the next attempt.
 	NextAt time.Time

@@ -387,7 +387,7 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 		// not say it did not.
 		if caps.Lookup {
 			res.Code = CodeRefused
-			return w.schedule(rec, laterOf(now, rec.LastSent.Add(caps.SettleDelay)), res)
+			return w.schedule(rec, laterOf(now, w.Policy.lookupAt(&rec, caps)), res)
 		}
 		return w.end(rec, Uncertain, res, now)
 	case Ambiguous:
@@ -400,7 +400,7 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 		case w.more(rec, next, queued) && insideWindow(&rec, caps, w.Policy, next):
 			return w.schedule(rec, next, res)
 		case caps.Lookup && rec.Attempts <= w.Policy.MaxAttempts:
-			return w.schedule(rec, laterOf(next, now.Add(caps.SettleDelay)), res)
+			return w.schedule(rec, laterOf(next, w.Policy.lookupAt(&rec, caps)), res)
 		default:
 			return w.end(rec, Uncertain, res, now)
 		}
@@ -430,7 +430,7 @@ func (w *Worker) retry(rec Record, res Result, queued time.Time, wasLookup bool)
 		return w.end(rec, Failed, res, now)
 	case caps.Lookup && !wasLookup && rec.Attempts <= w.Policy.MaxAttempts:
 		// One lookup past the budget settles a ticket that may exist.
-		return w.schedule(rec, laterOf(next, rec.LastSent.Add(caps.SettleDelay)), res)
+		return w.schedule(rec, laterOf(next, w.Policy.lookupAt(&rec, caps)), res)
 	default:
 		return w.end(rec, Uncertain, res, now)
 	}

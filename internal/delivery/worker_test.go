@@ -691,3 +691,35 @@ func TestFirstAttemptNeverStrands(t *testing.T) {
 		t.Fatalf("still due after delivery: %v", due)
 	}
 }
+
+// TestTakeoverWaitsTheResendWait: an attempt that died holding its lease is looked up no sooner than the worker's own ambiguous path
+// would look: ResendWait after its lease ended (three timeouts, here
+// longer than the settle delay), never at the settle delay alone, when
+// its create may still be running at the helpdesk.
+func TestTakeoverWaitsTheResendWait(t *testing.T) {
+	r := newRig(t, lookup)
+	r.dest.lookups = []delivery.Result{found}
+	id := r.ticket()
+	until := t0.Add(policy.LeaseFor())
+	if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "dead-worker", From: t0, Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	wait := policy.ResendWait(lookup)
+	if wait <= lookup.SettleDelay {
+		t.Fatalf("the case needs ResendWait (%s) longer than the settle delay (%s)", wait, lookup.SettleDelay)
+	}
+	after := lookup.SettleDelay + (wait-lookup.SettleDelay)/2
+	r.advance(until.Sub(t0) + after)
+	rep := r.deliver(id)
+	if r.dest.looked != 0 || rep.Outcome != delivery.OutcomeRetried || !rep.NextAt.Equal(until.Add(wait)) {
+		t.Fatalf("takeover %s after the dead lease: %+v after %d lookups; want retried at the lease's end + ResendWait (%s), no lookup",
+			after, rep, r.dest.looked, until.Add(wait).Format(time.TimeOnly))
+	}
+	r.advance(rep.NextAt.Sub(r.clock()))
+	if rep := r.deliver(id); rep.Outcome != delivery.OutcomeDelivered || r.dest.looked != 1 {
+		t.Fatalf("at ResendWait: %+v after %d lookups", rep, r.dest.looked)
+	}
+	if n, _ := r.dest.sent(); n != 0 {
+		t.Fatalf("%d creates, want none (the lookup found it)", n)
+	}
+}
