@@ -210,9 +210,18 @@ func (w *Worker) Deliver(ctx context.Context, id string) (Report, error) {
 // (when positive) besides the lease; it also returns the delivery as the
 // attempt recorded it.
 func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (Report, Record, error) {
+	// The lease's time counts from before its write, on this process's
+	// monotonic clock: a write the store applies only after retries (a
+	// throttled table) has used up that much of the lease already, and
+	// the store's Until was fixed before the first try. The write itself
+	// is abandoned once no request could be sent inside the lease.
+	began := time.Now()
 	start := w.now()
 	lease := Lease{Owner: newOwner(), From: start, Until: start.Add(w.Policy.LeaseFor())}
-	t, old, err := w.Store.Lease(ctx, id, lease)
+	end := began.Add(w.Policy.LeaseFor() - LeaseMargin)
+	lctx, lcancel := context.WithDeadline(ctx, end)
+	t, old, err := w.Store.Lease(lctx, id, lease)
+	lcancel()
 	var nl *NotLeasableError
 	if errors.As(err, &nl) {
 		return w.notLeased(nl, start), nl.Record, nil
@@ -221,14 +230,15 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 		return Report{}, Record{}, err
 	}
 	rec := takeLease(old, lease)
-	// The requests must be over before the lease ends. Durations, not
-	// instants: the Worker's clock need not be the context's.
-	left := lease.Until.Add(-LeaseMargin).Sub(start)
-	if budget > 0 && budget < left {
-		left = budget
+	// The requests must be over before the lease ends: end, a monotonic
+	// instant (the Worker's clock need not be the context's), and a
+	// request starts only when a whole Timeout fits before it.
+	deadline := end
+	if budget > 0 {
+		deadline = earlierOf(deadline, began.Add(budget))
 	}
-	actx, cancel := context.WithTimeout(ctx, left)
-	next, rep := w.attempt(actx, t, rec)
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	next, rep := w.attempt(actx, t, rec, end)
 	cancel()
 	if !next.LastSent.IsZero() {
 		next.SafeAfter = laterOf(next.SafeAfter, next.LastSent.Add(w.Policy.ResendWait(w.Destination.Capabilities())))
@@ -307,13 +317,25 @@ func (w *Worker) notLeased(nl *NotLeasableError, now time.Time) Report {
 	}
 }
 
-// attempt runs the leased attempt: at most a lookup and a create.
-func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Record, Report) {
+// CodeLeaseShort is the LastCode of an attempt that sent nothing because
+// what was left of its lease could not hold a whole request (the lease's
+// write took that long).
+const CodeLeaseShort = "lease_short"
+
+// attempt runs the leased attempt: at most a lookup and a create, each
+// started only while a whole Policy.Timeout fits before end, the lease's
+// end less LeaseMargin on the monotonic clock.
+func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record, end time.Time) (Record, Report) {
 	caps := w.Destination.Capabilities()
 	queued := queuedAt(&rec, t.CreatedAt)
 	for range 2 {
 		now := w.now()
 		st, at, final, code := plan(&rec, caps, w.Policy, queued, now)
+		if (st == stepLookup || st == stepSend) && time.Until(end) < w.Policy.Timeout {
+			// Nothing is sent: a request begun now could outlast the
+			// lease, and another attempt take over while it runs.
+			return w.retry(rec, Result{Outcome: Unavailable, Code: CodeLeaseShort}, queued, false)
+		}
 		switch st {
 		case stepStop:
 			return w.end(rec, final, Result{Code: code}, now)
@@ -469,6 +491,13 @@ func (w *Worker) delivered(rec Record, res Result, now time.Time) (Record, Repor
 	rec.LastCode, rec.LastStatus = "", res.Status
 	rec.Reason = ""
 	return rec, Report{Outcome: OutcomeDelivered, State: Delivered, Status: res.Status, Receipt: res.Receipt}
+}
+
+func earlierOf(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func laterOf(a, b time.Time) time.Time {
