@@ -196,11 +196,12 @@ func TestDeadWorkerAfterTheHelpdeskCreated(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newE2E(t, webhook.Name, c.caps)
 			id := e.ticket()
-			// The first worker's store breaks after its lease: every
-			// attempt to record the result fails, as if it had died.
+			// The first worker's store breaks after its lease and its
+			// mark: every attempt to record the result fails, as if it
+			// had died.
 			proxy := dynamotest.NewProxy(t, e.env.Endpoint)
 			dying := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), e.env.Table)
-			proxy.Inject("UpdateItem", dynamotest.Fault{}, dynamotest.Fault{Error: "InternalServerError", Status: 500},
+			proxy.Inject("UpdateItem", dynamotest.Fault{}, dynamotest.Fault{}, dynamotest.Fault{Error: "InternalServerError", Status: 500},
 				dynamotest.Fault{Error: "InternalServerError", Status: 500}, dynamotest.Fault{Error: "InternalServerError", Status: 500})
 			first := &delivery.Worker{Store: dying, Destination: e.w.Destination, Policy: e2ePolicy, Now: e.clock, Rand: maxDelay}
 			if _, err := first.Deliver(context.Background(), id); err == nil {

@@ -35,6 +35,12 @@ type Store interface {
 	// Finish records r as the delivery of ticket id and releases owner's
 	// lease, only while owner still holds it; otherwise ErrLeaseLost.
 	Finish(ctx context.Context, id, owner string, r Record) error
+	// Sending marks, while owner's lease holds the delivery of ticket id,
+	// that owner's attempt is about to send a create (on), or clears a
+	// mark naming owner (off: the attempt learned that its create made
+	// nothing, and could not record it). Marking returns ErrLeaseLost when
+	// owner no longer holds the lease. Finish clears the mark.
+	Sending(ctx context.Context, id, owner string, on bool) error
 	// Defer schedules the delivery of ticket id for at, while owner's lease
 	// (someone else's attempt) still holds it, so that the sweep takes it
 	// up if that attempt never records a result; ErrLeaseLost when owner no
@@ -238,7 +244,7 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 		deadline = earlierOf(deadline, began.Add(budget))
 	}
 	actx, cancel := context.WithDeadline(ctx, deadline)
-	next, rep := w.attempt(actx, t, rec, end)
+	next, rep, made := w.attempt(actx, t, rec, end)
 	cancel()
 	if !next.LastSent.IsZero() {
 		next.SafeAfter = laterOf(next.SafeAfter, next.LastSent.Add(w.Policy.ResendWait(w.Destination.Capabilities())))
@@ -257,8 +263,14 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 	case errors.Is(err, ErrLeaseLost):
 		rep.Outcome = OutcomeLost
 	case err != nil:
-		// The lease expires; the next attempt treats this one as one that
-		// may have created the ticket, which is what it is.
+		// The lease expires. The next attempt counts this one as one that
+		// may have created the ticket when its mark is there: it is, unless
+		// its create's answer said nothing was made, and then the mark
+		// goes (Sending off; should the store refuse even that, the
+		// attempt counts as maybe sent, the safe side).
+		if next.Sending == lease.Owner && !made {
+			err = errors.Join(err, w.Store.Sending(ctx, id, lease.Owner, false))
+		}
 		w.log(ctx, id, rep, took, err)
 		return rep, next, err
 	}
@@ -282,19 +294,26 @@ type Lease struct {
 	Until time.Time
 }
 
+// SendingUnknown is Record.Sending where the lease replaced was taken by a
+// version that wrote no mark: it counts as an attempt that may have sent.
+const SendingUnknown = "?"
+
 // takeLease is the delivery as the store holds it once Lease l succeeded
 // over old: the attempt counted, the key's first use stamped, and an
-// earlier attempt that died holding the lease counted as one that may have
-// sent.
+// earlier attempt that died holding the lease after it was about to send
+// counted as one that may have sent.
 func takeLease(old Record, l Lease) Record {
 	r := old
 	r.Attempts++
 	if r.FirstSent.IsZero() {
 		r.FirstSent = l.From
 	}
-	if old.LeaseOwner != "" {
-		// Its worker died after the lease: it may have sent the ticket,
-		// at the latest when its lease ended.
+	if old.LeaseOwner != "" && (old.Sending == old.LeaseOwner || old.Sending == SendingUnknown) {
+		// Its worker died after it was about to send: it may have sent
+		// the ticket, at the latest when its lease ended. A lease that
+		// ended unmarked sent nothing (a lease write that landed after
+		// its attempt gave up on it, or an attempt that never got as far
+		// as a create).
 		r.MaybeSent = true
 		if old.LeaseUntil.After(r.LastSent) {
 			r.LastSent = old.LeaseUntil
@@ -317,6 +336,10 @@ func (w *Worker) notLeased(nl *NotLeasableError, now time.Time) Report {
 	}
 }
 
+// CodeStore is the LastCode of an attempt that sent nothing because the
+// store did not take its mark (Store.Sending), or its lease was lost.
+const CodeStore = "store_unavailable"
+
 // CodeLeaseShort is the LastCode of an attempt that sent nothing because
 // what was left of its lease could not hold a whole request (the lease's
 // write took that long).
@@ -325,7 +348,11 @@ const CodeLeaseShort = "lease_short"
 // attempt runs the leased attempt: at most a lookup and a create, each
 // started only while a whole Policy.Timeout fits before end, the lease's
 // end less LeaseMargin on the monotonic clock.
-func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record, end time.Time) (Record, Report) {
+//
+// made is true when a create of this attempt may have made the ticket
+// (created, ambiguous or inconsistent): false when it sent none, or its
+// create's answer said that nothing was made.
+func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record, end time.Time) (next Record, rep Report, made bool) {
 	caps := w.Destination.Capabilities()
 	queued := queuedAt(&rec, t.CreatedAt)
 	for range 2 {
@@ -334,20 +361,20 @@ func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record, end t
 		if (st == stepLookup || st == stepSend) && time.Until(end) < w.Policy.Timeout {
 			// Nothing is sent: a request begun now could outlast the
 			// lease, and another attempt take over while it runs.
-			return w.retry(rec, Result{Outcome: Unavailable, Code: CodeLeaseShort}, queued, false)
+			return unsent(w.retry(rec, Result{Outcome: Unavailable, Code: CodeLeaseShort}, queued, false))
 		}
 		switch st {
 		case stepStop:
-			return w.end(rec, final, Result{Code: code}, now)
+			return unsent(w.end(rec, final, Result{Code: code}, now))
 		case stepWait:
-			return w.schedule(rec, at, Result{Code: code})
+			return unsent(w.schedule(rec, at, Result{Code: code}))
 		case stepLookup:
 			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Lookup(ctx, rec.KeyFor(caps), t.ID) })
 			switch res.Outcome {
 			case Found:
-				return w.delivered(rec, res, w.now())
+				return unsent(w.delivered(rec, res, w.now()))
 			case Inconsistent:
-				return w.end(rec, Uncertain, res, w.now())
+				return unsent(w.end(rec, Uncertain, res, w.now()))
 			case Absent:
 				// Past the settle delay, a miss is an answer: no earlier
 				// request created it.
@@ -355,17 +382,32 @@ func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record, end t
 				rec.LastCode, rec.LastStatus = "absent", res.Status
 				continue
 			default:
-				return w.retry(rec, res, queued, true)
+				return unsent(w.retry(rec, res, queued, true))
 			}
 		case stepSend:
+			// The mark first: should this attempt die from here on, the
+			// next one counts it as one that may have sent, and only then.
+			if err := w.Store.Sending(ctx, t.ID, rec.LeaseOwner, true); err != nil {
+				// Nothing is sent; a lease lost meanwhile is what Finish
+				// reports.
+				return unsent(w.retry(rec, Result{Outcome: Unavailable, Code: CodeStore}, queued, false))
+			}
+			rec.Sending = rec.LeaseOwner
+			if time.Until(end) < w.Policy.Timeout {
+				return unsent(w.retry(rec, Result{Outcome: Unavailable, Code: CodeLeaseShort}, queued, false))
+			}
 			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Create(ctx, rec.KeyFor(caps), t) })
-			return w.afterSend(rec, res, queued)
+			next, rep := w.afterSend(rec, res, queued)
+			return next, rep, res.Outcome == Created || res.Outcome == Ambiguous || res.Outcome == Inconsistent
 		}
 	}
 	// Unreachable: a confirmed absence clears MaybeSent, after which plan
 	// only sends or stops.
-	return w.end(rec, Uncertain, Result{Code: "internal"}, w.now())
+	return unsent(w.end(rec, Uncertain, Result{Code: "internal"}, w.now()))
 }
+
+// unsent is an attempt's result where no create of it made anything.
+func unsent(r Record, rep Report) (Record, Report, bool) { return r, rep, false }
 
 // queuedAt is when the age budget (Policy.MaxAge) of the leased delivery r
 // of a ticket created at created starts: when it was queued, which is the

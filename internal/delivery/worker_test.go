@@ -195,10 +195,11 @@ func (r *rig) pending(s delivery.State) int {
 	return c.N
 }
 
-// TestFirstAttemptDeliversInThreeStoreRequests: the lease (an UpdateItem
+// TestFirstAttemptDeliversInFourStoreRequests: the lease (an UpdateItem
 // returning nothing, as the role's attribute condition needs), the read of
-// the leased ticket, and the result.
-func TestFirstAttemptDeliversInThreeStoreRequests(t *testing.T) {
+// the leased ticket, the mark that the attempt is about to send, and the
+// result.
+func TestFirstAttemptDeliversInFourStoreRequests(t *testing.T) {
 	r := newRig(t, neither)
 	r.dest.creates = []delivery.Result{created}
 	id := r.ticket()
@@ -207,8 +208,8 @@ func TestFirstAttemptDeliversInThreeStoreRequests(t *testing.T) {
 	if rep.Outcome != delivery.OutcomeDelivered || rep.Receipt.ID != "HD-1" || rep.Attempt != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 3 || ops["UpdateItem"] != 2 || ops["GetItem"] != 1 {
-		t.Fatalf("store requests %v, want the lease and the result (2 UpdateItem) and the leased ticket's read (1 GetItem)", ops)
+	if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 4 || ops["UpdateItem"] != 3 || ops["GetItem"] != 1 {
+		t.Fatalf("store requests %v, want the lease, the mark and the result (3 UpdateItem) and the leased ticket's read (1 GetItem)", ops)
 	}
 	d := r.record(id)
 	if d.State != delivery.Delivered || d.Receipt != created.Receipt || d.Attempts != 1 || d.LeaseOwner != "" || !d.DeliveredAt.Equal(t0) {
@@ -455,7 +456,11 @@ func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// It sends, and dies before its result is written.
+		// It marks that it is about to send, sends, and dies before its
+		// result is written.
+		if err := r.store.Sending(context.Background(), id, "dead-worker", true); err != nil {
+			t.Fatal(err)
+		}
 		r.dest.Create(context.Background(), d.KeyFor(c.caps), tk)
 		if rep := r.deliver(id); rep.Outcome != delivery.OutcomeHeld || rep.HeldBy != "dead-worker" {
 			t.Fatalf("%+v: while the lease lives: %+v", c.caps, rep)
@@ -692,7 +697,8 @@ func TestFirstAttemptNeverStrands(t *testing.T) {
 	}
 }
 
-// TestTakeoverWaitsTheResendWait: an attempt that died holding its lease is looked up no sooner than the worker's own ambiguous path
+// TestTakeoverWaitsTheResendWait: an attempt that died after it was about
+// to send is looked up no sooner than the worker's own ambiguous path
 // would look: ResendWait after its lease ended (three timeouts, here
 // longer than the settle delay), never at the settle delay alone, when
 // its create may still be running at the helpdesk.
@@ -702,6 +708,9 @@ func TestTakeoverWaitsTheResendWait(t *testing.T) {
 	id := r.ticket()
 	until := t0.Add(policy.LeaseFor())
 	if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "dead-worker", From: t0, Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Sending(context.Background(), id, "dead-worker", true); err != nil {
 		t.Fatal(err)
 	}
 	wait := policy.ResendWait(lookup)
