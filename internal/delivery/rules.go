@@ -127,9 +127,10 @@ func plan(r *Record, caps Capabilities, p Policy, queued, now time.Time) (step, 
 		}
 		return stepSend, time.Time{}, "", ""
 	}
-	// A refusal that followed a request which may have created the ticket
-	// is settled by a lookup, never by sending again.
-	if !over && r.LastCode != CodeRefused && insideWindow(r, caps, p, now) {
+	// A refusal that followed a request which may have created the ticket,
+	// and a create being confirmed, are settled by a lookup, never by
+	// sending again.
+	if !over && r.LastCode != CodeRefused && r.LastCode != CodeConfirming && insideWindow(r, caps, p, now) {
 		return stepSend, time.Time{}, "", ""
 	}
 	// One lookup past the budget may still settle a ticket that may exist.

@@ -428,6 +428,12 @@ func (w *Worker) call(ctx context.Context, f func(context.Context) Result) Resul
 	return f(rctx)
 }
 
+// CodeConfirming is the LastCode of a create that made the ticket after a
+// lookup found none, while the earlier request the lookup could not see
+// may still arrive: the delivery is looked up again, never sent, once
+// RequestHorizon has passed.
+const CodeConfirming = "confirming"
+
 // CodeRefused is the LastCode of a refusal that came after a request that
 // may have created the ticket: only a lookup can tell which one counts.
 const CodeRefused = "refused"
@@ -437,6 +443,16 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 	caps := w.Destination.Capabilities()
 	switch res.Outcome {
 	case Created:
+		if caps.Lookup && !rec.MaybeSent && !rec.LastSent.IsZero() {
+			// It followed a lookup that found nothing after a request
+			// that may have created the ticket: that request may still
+			// reach the destination and make a second one. The key is
+			// looked up again once it no longer can (RequestHorizon),
+			// and a second ticket then ends the delivery uncertain.
+			rec.MaybeSent, rec.LastSent = true, now
+			res.Code = CodeConfirming
+			return w.schedule(rec, laterOf(now.Add(caps.horizon()), w.Policy.lookupAt(&rec, caps)), res)
+		}
 		return w.delivered(rec, res, now)
 	case Inconsistent:
 		// The create made a ticket the destination does not show as
