@@ -436,19 +436,22 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 // lease that names owner in the mark (on) or clears a mark naming owner
 // (off: within ReleaseTimeout, whatever time ctx has left, as release).
 // Sent again after a lost answer, it meets its own effect and applies it
-// once more, which changes nothing.
+// once more, which changes nothing. It leaves the version (dver): the mark
+// is the leased attempt's own, inside a lease that already changed it,
+// and the attempt's result changes it again; an operator reads nothing
+// from the mark.
 func (s *Store) Sending(ctx context.Context, id, owner string, on bool) error {
 	if !on {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 		defer cancel()
 	}
-	names := map[string]string{"#snd": attrSending, "#dv": attrVersion}
-	values := map[string]types.AttributeValue{":owner": strAV(owner), ":one": numAV(1)}
-	cond, set := "#snd = :owner", "SET #snd = :none, #dv = #dv + :one"
+	names := map[string]string{"#snd": attrSending}
+	values := map[string]types.AttributeValue{":owner": strAV(owner)}
+	cond, set := "#snd = :owner", "SET #snd = :none"
 	if on {
 		names["#lo"] = attrLeaseOwner
-		cond, set = "#lo = :owner", "SET #snd = :owner, #dv = #dv + :one"
+		cond, set = "#lo = :owner", "SET #snd = :owner"
 	} else {
 		values[":none"] = strAV("")
 	}
