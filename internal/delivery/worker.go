@@ -29,8 +29,8 @@ type Store interface {
 	// store's retries, or the ticket unreadable) has been recognized or
 	// given back, so that an attempt that sent nothing is never counted
 	// as one that may have sent. Only when the store stays unreachable
-	// even for that does the lease end at l.Until and get taken over as
-	// maybe sent.
+	// even for that does the lease end at l.Until, unmarked (Sending): it
+	// is then taken over as an attempt that sent nothing.
 	Lease(ctx context.Context, id string, l Lease) (ticket.Ticket, Record, error)
 	// Finish records r as the delivery of ticket id and releases owner's
 	// lease, only while owner still holds it; otherwise ErrLeaseLost.
