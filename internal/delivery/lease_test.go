@@ -54,9 +54,17 @@ func TestASlowLeaseSendsNothingOutsideIt(t *testing.T) {
 			if d.MaybeSent {
 				t.Fatalf("an attempt that sent nothing counts as maybe sent: %+v", d)
 			}
-			r.advance(shortPolicy.LeaseFor() + time.Minute)
-			if rep := r.deliver(id); rep.Outcome != delivery.OutcomeDelivered {
-				t.Fatalf("the next attempt: %+v", rep)
+			// The next attempts (another lease_short only on a machine so
+			// loaded that a lease write takes a request's timeout).
+			for i := 0; ; i++ {
+				r.advance(shortPolicy.LeaseFor() + time.Minute)
+				rep := r.deliver(id)
+				if rep.Outcome == delivery.OutcomeDelivered {
+					break
+				}
+				if rep.Code != delivery.CodeLeaseShort || i == 3 {
+					t.Fatalf("the next attempt: %+v", rep)
+				}
 			}
 			if n, _ := r.dest.sent(); n != 1 {
 				t.Fatalf("%d creates in all, want 1", n)
