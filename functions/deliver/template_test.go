@@ -112,7 +112,7 @@ var (
 	deliveryEnv = []string{
 		config.EnvDestination, config.EnvDestinationURL, config.EnvZendeskSubdomain, config.EnvDestinationToken,
 		config.EnvDestinationSecret, config.EnvDedupWindow, config.EnvLookup, config.EnvSettleDelay,
-		config.EnvDestinationTimeout, config.EnvMaxAttempts, config.EnvMaxAge, config.EnvInlineTimeout,
+		config.EnvRequestHorizon, config.EnvDestinationTimeout, config.EnvMaxAttempts, config.EnvMaxAge, config.EnvInlineTimeout,
 		config.EnvSweepInterval, config.EnvZendeskTenantField, config.EnvZendeskUserField, config.EnvZendeskRequester,
 	}
 )
@@ -851,6 +851,7 @@ func TestTemplateDeliveryParametersMatchTheCode(t *testing.T) {
 	}{
 		{"DestinationDedupWindow", config.EnvDedupWindow, webhook, durationCandidates(), []string{"s", "m", "h"}, []string{"0"}, false},
 		{"DestinationSettleDelay", config.EnvSettleDelay, webhook, durationCandidates(), []string{"s", "m", "h"}, []string{"0"}, false},
+		{"DestinationRequestHorizon", config.EnvRequestHorizon, webhook, durationCandidates(), []string{"s", "m", "h"}, []string{"0"}, false},
 		{"DestinationTimeout", config.EnvDestinationTimeout, webhook, durationCandidates(), []string{"s"}, []string{"1m"}, false},
 		{"DestinationMaxAge", config.EnvMaxAge, webhook, durationCandidates(), []string{"m", "h"}, nil, false},
 		{"DeliveryInlineTimeout", config.EnvInlineTimeout, with(webhook, "DestinationSecretArn", existingDestSecret), durationCandidates(), []string{"ms", "s"}, []string{"0"}, true},

@@ -34,7 +34,7 @@ func Destination(d config.Delivery) (delivery.Destination, error) {
 		}
 		return webhook.New(d.URL, webhook.Options{
 			Token:        token,
-			Capabilities: delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup, ReplaysErrors: d.ReplaysErrors, SettleDelay: d.SettleDelay},
+			Capabilities: delivery.Capabilities{DedupWindow: d.DedupWindow, Lookup: d.Lookup, ReplaysErrors: d.ReplaysErrors, SettleDelay: d.SettleDelay, RequestHorizon: d.RequestHorizon},
 			Timeout:      d.Timeout,
 			AllowHTTP:    d.AllowHTTP,
 		})
@@ -47,7 +47,7 @@ func Destination(d config.Delivery) (delivery.Destination, error) {
 			}
 		}
 		return zendesk.New(d.URL, zendesk.Options{
-			Credentials: creds, Timeout: d.Timeout, SettleDelay: d.SettleDelay, AllowHTTP: d.AllowHTTP,
+			Credentials: creds, Timeout: d.Timeout, SettleDelay: d.SettleDelay, RequestHorizon: d.RequestHorizon, AllowHTTP: d.AllowHTTP,
 			TenantField: d.ZendeskTenantField, RequesterField: d.ZendeskRequesterField, RequesterID: d.ZendeskRequesterID,
 		})
 	case config.DestinationRT:
@@ -55,7 +55,7 @@ func Destination(d config.Delivery) (delivery.Destination, error) {
 		if err != nil {
 			return nil, err
 		}
-		return rt.New(d.URL, rt.Options{Token: token, Queue: d.RTQueue, Timeout: d.Timeout, SettleDelay: d.SettleDelay, AllowHTTP: d.AllowHTTP})
+		return rt.New(d.URL, rt.Options{Token: token, Queue: d.RTQueue, Timeout: d.Timeout, SettleDelay: d.SettleDelay, RequestHorizon: d.RequestHorizon, AllowHTTP: d.AllowHTTP})
 	}
 	return nil, fmt.Errorf("no destination %q", d.Destination)
 }

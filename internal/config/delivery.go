@@ -20,6 +20,7 @@ const (
 	EnvLookup             = "DESTINATION_LOOKUP"
 	EnvReplaysErrors      = "DESTINATION_REPLAYS_ERRORS"
 	EnvSettleDelay        = "DESTINATION_SETTLE_DELAY"
+	EnvRequestHorizon     = "DESTINATION_REQUEST_HORIZON"
 	EnvDestinationTimeout = "DESTINATION_TIMEOUT"
 	EnvMaxAttempts        = "DESTINATION_MAX_ATTEMPTS"
 	EnvMaxAge             = "DESTINATION_MAX_AGE"
@@ -43,16 +44,20 @@ const destinationKinds = DestinationWebhook + ", " + DestinationZendesk + " or "
 
 // Bounds of the delivery settings.
 const (
-	MaxDedupWindow   = 7 * 24 * time.Hour
-	MaxSettleDelay   = time.Hour
-	MinDestTimeout   = time.Second
-	MaxDestTimeout   = time.Minute
-	MaxDestAttempts  = 100
-	MinDestMaxAge    = time.Minute
-	MaxDestMaxAge    = 30 * 24 * time.Hour
-	MaxInlineTimeout = 5 * time.Second
-	MinSweepInterval = 100 * time.Millisecond
-	MaxSweepInterval = time.Minute
+	MaxDedupWindow = 7 * 24 * time.Hour
+	MaxSettleDelay = time.Hour
+	// MaxRequestHorizon bounds DESTINATION_REQUEST_HORIZON: a delivery
+	// confirmed that much later is still well inside DESTINATION_MAX_AGE's
+	// least (MinDestMaxAge aside) and SettleHorizon.
+	MaxRequestHorizon = time.Hour
+	MinDestTimeout    = time.Second
+	MaxDestTimeout    = time.Minute
+	MaxDestAttempts   = 100
+	MinDestMaxAge     = time.Minute
+	MaxDestMaxAge     = 30 * 24 * time.Hour
+	MaxInlineTimeout  = 5 * time.Second
+	MinSweepInterval  = 100 * time.Millisecond
+	MaxSweepInterval  = time.Minute
 	// MaxRTQueue bounds RT_QUEUE, in characters, as RT bounds a queue's
 	// name.
 	MaxRTQueue = 200
@@ -77,9 +82,13 @@ type Delivery struct {
 	Lookup        bool
 	ReplaysErrors bool
 	SettleDelay   time.Duration
-	Timeout       time.Duration
-	MaxAttempts   int
-	MaxAge        time.Duration
+	// RequestHorizon is how long after its client gave up a create may
+	// still reach the destination (delivery.Capabilities.RequestHorizon);
+	// zero for delivery.DefaultRequestHorizon.
+	RequestHorizon time.Duration
+	Timeout        time.Duration
+	MaxAttempts    int
+	MaxAge         time.Duration
 	// Inline bounds a first attempt made by the callback itself; zero
 	// leaves every attempt to the worker.
 	Inline time.Duration
@@ -100,7 +109,7 @@ type Delivery struct {
 // deliverySettings are every variable of delivery but DESTINATION itself.
 var deliverySettings = []string{
 	EnvDestinationURL, EnvZendeskSubdomain, EnvDestinationToken, EnvDestinationSecret, EnvDedupWindow, EnvLookup,
-	EnvReplaysErrors, EnvSettleDelay, EnvDestinationTimeout, EnvMaxAttempts, EnvMaxAge, EnvInlineTimeout, EnvSweepInterval,
+	EnvReplaysErrors, EnvSettleDelay, EnvRequestHorizon, EnvDestinationTimeout, EnvMaxAttempts, EnvMaxAge, EnvInlineTimeout, EnvSweepInterval,
 	EnvZendeskTenantField, EnvZendeskUserField, EnvZendeskRequester, EnvRTQueue,
 }
 
@@ -195,6 +204,7 @@ func loadDelivery(getenv func(string) string, c *Config, bad func(name, format s
 		d.SecretARN, d.Token = v, ""
 	}
 	d.SettleDelay = duration(getenv, EnvSettleDelay, 0, MaxSettleDelay, d.SettleDelay, bad, "")
+	d.RequestHorizon = duration(getenv, EnvRequestHorizon, 0, MaxRequestHorizon, d.RequestHorizon, bad, "(0: the default)")
 	d.Timeout = duration(getenv, EnvDestinationTimeout, MinDestTimeout, MaxDestTimeout, d.Timeout, bad, "")
 	d.MaxAge = duration(getenv, EnvMaxAge, MinDestMaxAge, MaxDestMaxAge, d.MaxAge, bad, "")
 	d.Inline = duration(getenv, EnvInlineTimeout, 0, MaxInlineTimeout, d.Inline, bad, "(0: off)")

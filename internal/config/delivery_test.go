@@ -201,14 +201,14 @@ func TestPlainHTTPDestination(t *testing.T) {
 }
 
 // TestDeliverySettingsNeedADestination pins which variables are refused
-// without DESTINATION: exactly these seventeen (there is no prefix rule: a
+// without DESTINATION: exactly these eighteen (there is no prefix rule: a
 // name config does not read, such as DESTINATION_FOO, is ignored), each
 // named in the refusal, on the callback and in a local run alike. The
 // worker refuses to start without DESTINATION whatever else is set.
 func TestDeliverySettingsNeedADestination(t *testing.T) {
 	refused := []string{
 		"DESTINATION_URL", "DESTINATION_TOKEN", "DESTINATION_SECRET_ARN", "DESTINATION_DEDUP_WINDOW", "DESTINATION_LOOKUP",
-		"DESTINATION_REPLAYS_ERRORS", "DESTINATION_SETTLE_DELAY", "DESTINATION_TIMEOUT", "DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE",
+		"DESTINATION_REPLAYS_ERRORS", "DESTINATION_SETTLE_DELAY", "DESTINATION_REQUEST_HORIZON", "DESTINATION_TIMEOUT", "DESTINATION_MAX_ATTEMPTS", "DESTINATION_MAX_AGE",
 		"DELIVERY_INLINE_TIMEOUT", "DELIVERY_SWEEP_INTERVAL",
 		"ZENDESK_SUBDOMAIN", "ZENDESK_TENANT_FIELD", "ZENDESK_REQUESTER_FIELD", "ZENDESK_REQUESTER_ID", "RT_QUEUE",
 	}

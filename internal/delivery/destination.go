@@ -23,6 +23,13 @@ type Capabilities struct {
 	// ticket (a search index lagging behind writes). Zero means a lookup
 	// sees every create at once.
 	SettleDelay time.Duration
+	// RequestHorizon is how long after its client gave up a create may
+	// still reach the destination and make a ticket (a front or a backlog
+	// holding it): no one documents a bound, so the worker looks again.
+	// A create that followed a lookup's miss is looked up again this long
+	// after it, and more than one ticket carrying the key then ends the
+	// delivery uncertain. Zero means DefaultRequestHorizon.
+	RequestHorizon time.Duration
 	// ReplaysErrors is true when the destination keeps its answer per
 	// idempotency key, errors included (Stripe's rule): a key whose create
 	// once got a 4xx or 5xx answer gets that same answer again for as long
@@ -30,6 +37,23 @@ type Capabilities struct {
 	// settled the delivery not created then goes under a key of its own
 	// (Record.KeyFor), or it would only replay the old error.
 	ReplaysErrors bool
+}
+
+// DefaultRequestHorizon is Capabilities.RequestHorizon when none is
+// declared: five times the 60 seconds that the usual fronts of a helpdesk
+// wait for their backend or an idle client by default (Apache httpd's
+// Timeout, nginx's proxy_read_timeout and proxy_send_timeout, an AWS load
+// balancer's idle timeout), after which they have given up on a request
+// they still held. It is not a documented bound of any helpdesk: a create
+// held longer still is not caught (docs/delivery.md).
+const DefaultRequestHorizon = 5 * time.Minute
+
+// horizon is c.RequestHorizon, or DefaultRequestHorizon when unset.
+func (c Capabilities) horizon() time.Duration {
+	if c.RequestHorizon > 0 {
+		return c.RequestHorizon
+	}
+	return DefaultRequestHorizon
 }
 
 // Receipt names a ticket in the destination.

@@ -196,11 +196,12 @@ func TestDeadWorkerAfterTheHelpdeskCreated(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newE2E(t, webhook.Name, c.caps)
 			id := e.ticket()
-			// The first worker's store breaks after its lease: every
-			// attempt to record the result fails, as if it had died.
+			// The first worker's store breaks after its lease and its
+			// mark: every attempt to record the result fails, as if it
+			// had died.
 			proxy := dynamotest.NewProxy(t, e.env.Endpoint)
 			dying := dynamo.New(dynamotest.NewClient(t, proxy.URL, nil), e.env.Table)
-			proxy.Inject("UpdateItem", dynamotest.Fault{}, dynamotest.Fault{Error: "InternalServerError", Status: 500},
+			proxy.Inject("UpdateItem", dynamotest.Fault{}, dynamotest.Fault{}, dynamotest.Fault{Error: "InternalServerError", Status: 500},
 				dynamotest.Fault{Error: "InternalServerError", Status: 500}, dynamotest.Fault{Error: "InternalServerError", Status: 500})
 			first := &delivery.Worker{Store: dying, Destination: e.w.Destination, Policy: e2ePolicy, Now: e.clock, Rand: maxDelay}
 			if _, err := first.Deliver(context.Background(), id); err == nil {
@@ -343,5 +344,48 @@ func TestSeveralTicketsCarryingTheIDAreNeverGuessedAt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestACreateThatArrivesLateIsCaught: the first create is held in front
+// of the helpdesk past its client's timeout (ten timeouts), the lookup
+// after ResendWait finds nothing, the worker sends again and the helpdesk
+// makes the ticket; then the held create reaches it and makes a second.
+// The worker looks again after the request horizon and, finding two
+// tickets that carry the key, leaves the delivery uncertain for a person,
+// never delivered with one of them.
+func TestACreateThatArrivesLateIsCaught(t *testing.T) {
+	e := newE2E(t, webhook.Name, delivery.Capabilities{Lookup: true})
+	if err := e.hd.Inject(helpdesk.Fault{Kind: helpdesk.Late, Delay: 10 * e2ePolicy.Timeout}); err != nil {
+		t.Fatal(err)
+	}
+	id := e.ticket()
+	rep := e.deliver(id)
+	if rep.Outcome != delivery.OutcomeRetried || rep.Code != "timeout" {
+		t.Fatalf("the held create: %+v, want retried after a timeout", rep)
+	}
+	// The lookup finds nothing (the create is still held) and the resend
+	// makes the ticket (another attempt only where a loaded machine left
+	// one too little of its lease, lease_short).
+	for i := 0; len(e.hd.TicketsByExternalID(id)) == 0 && i < 3; i++ {
+		e.advance(rep.NextAt.Sub(e.clock()))
+		rep = e.deliver(id)
+	}
+	if n := len(e.hd.TicketsByExternalID(id)); n != 1 {
+		t.Fatalf("%d tickets after the resend, want 1 (%+v)", n, rep)
+	}
+	// The held create arrives.
+	for wait := time.Now().Add(10 * time.Second); len(e.hd.TicketsByExternalID(id)) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatal("the held create never reached the helpdesk")
+		}
+	}
+	if rep.State == delivery.Queued {
+		rep = e.settle(id)
+	}
+	d := e.record(id)
+	if rep.State != delivery.Uncertain || d.LastCode != "found_several" || d.Receipt.ID != "" {
+		t.Fatalf("two tickets carry the key, the delivery is %s (code %q, helpdesk id %q): want uncertain, found_several, none picked",
+			rep.State, d.LastCode, d.Receipt.ID)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/oncecall/oncecall/internal/testing/dynamotest"
 )
 
-// TestLostWriteAnswers: the store applies the worker's lease (or its
-// result) and the answer is lost; the store sends the write again, its
+// TestLostWriteAnswers: the store applies the worker's lease (or its mark,
+// or its result) and the answer is lost; the store sends the write again, its
 // condition now fails against the worker's own write. That is success, not
 // a lease held by someone else nor a lost lease: against a helpdesk that
 // can neither deduplicate nor be looked up, the ticket ends delivered with
@@ -21,8 +21,9 @@ import (
 func TestLostWriteAnswers(t *testing.T) {
 	for name, lost := range map[string][]dynamotest.Fault{
 		"lease":  {{AfterCommit: true}},
-		"finish": {{}, {AfterCommit: true}},
-		"both":   {{AfterCommit: true}, {}, {AfterCommit: true}},
+		"mark":   {{}, {AfterCommit: true}},
+		"finish": {{}, {}, {AfterCommit: true}},
+		"all":    {{AfterCommit: true}, {}, {AfterCommit: true}, {}, {AfterCommit: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r, proxy, hd := newLostRig(t)
@@ -120,4 +121,59 @@ func newLostRig(t *testing.T) (*rig, *dynamotest.Proxy, *helpdesk.Server) {
 	t.Cleanup(dest.CloseIdleConnections)
 	r.w = &delivery.Worker{Store: store, Destination: dest, Policy: policy, Now: r.clock, Rand: maxDelay}
 	return r, proxy, hd
+}
+
+// TestADeadLeaseIsMaybeSentOnlyWhenMarked: a lease whose attempt never
+// was about to send ends without a result; the next attempt must not
+// count it as one that may have sent, or a helpdesk that can neither
+// deduplicate nor be looked up leaves the ticket uncertain with no create
+// ever made.
+func TestADeadLeaseIsMaybeSentOnlyWhenMarked(t *testing.T) {
+	broken := dynamotest.Fault{Error: "InternalServerError", Status: 500}
+	for name, c := range map[string]struct {
+		// run is the attempt that dies; it returns the creates it made.
+		run func(t *testing.T, r *rig, proxy *dynamotest.Proxy, hd *helpdesk.Server, id string)
+	}{
+		// Its only create is answered 429, and its result cannot be
+		// recorded: the lease stays until it ends.
+		"a create answered 429, then the result not recorded": {func(t *testing.T, r *rig, proxy *dynamotest.Proxy, hd *helpdesk.Server, id string) {
+			if err := hd.Inject(helpdesk.Fault{Kind: helpdesk.RateLimit}); err != nil {
+				t.Fatal(err)
+			}
+			proxy.Inject("UpdateItem", dynamotest.Fault{}, dynamotest.Fault{}, broken, broken, broken)
+			if _, err := r.w.Deliver(context.Background(), id); err == nil {
+				t.Fatal("the result was recorded through a broken store")
+			}
+		}},
+		// The lease's write fails at every try and the worker gives up on
+		// it; the write lands afterwards (held in the network), a lease
+		// that no attempt acts on.
+		"a lease that lands after its attempt gave up": {func(t *testing.T, r *rig, proxy *dynamotest.Proxy, _ *helpdesk.Server, id string) {
+			proxy.Inject("UpdateItem", broken, broken, broken)
+			if _, err := r.w.Deliver(context.Background(), id); err == nil {
+				t.Fatal("leased through a broken store")
+			}
+			if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "late", From: t0, Until: t0.Add(policy.LeaseFor())}); err != nil {
+				t.Fatalf("the late lease: %v", err)
+			}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, proxy, hd := newLostRig(t)
+			id := r.ticket()
+			c.run(t, r, proxy, hd, id)
+			if n := len(hd.TicketsByExternalID(id)); n != 0 {
+				t.Fatalf("%d tickets at the helpdesk after the dead attempt, want 0", n)
+			}
+			r.advance(policy.LeaseFor() + time.Minute)
+			rep := r.deliver(id)
+			d := r.record(id)
+			if rep.State != delivery.Delivered || d.MaybeSent {
+				t.Fatalf("after the dead lease: %+v, delivery %+v; want delivered, never maybe sent", rep, d)
+			}
+			if n := len(hd.TicketsByExternalID(id)); n != 1 {
+				t.Fatalf("%d tickets at the helpdesk, want 1", n)
+			}
+		})
+	}
 }

@@ -58,16 +58,22 @@ type Record struct {
 	// empty owner means no attempt holds the delivery.
 	LeaseOwner string
 	LeaseUntil time.Time
+	// Sending names the attempt (its lease's owner) that was about to
+	// send a create, until that attempt records its result. A lease that
+	// ended without a result counts as an attempt that may have sent only
+	// when the mark names it.
+	Sending string
 	// MaybeSent is true once any attempt may have created the ticket at the
 	// destination without oncecall learning its id: an ambiguous outcome,
-	// or an attempt whose worker died holding the lease.
+	// or an attempt whose worker died holding the lease after it was about
+	// to send (Sending).
 	MaybeSent bool
 	// FirstSent is when the key was first used; the destination's
 	// deduplication window counts from it.
 	FirstSent time.Time
 	// LastSent is the latest time a request that may have created the
 	// ticket could have reached the destination; a lookup is trusted only
-	// SettleDelay after it.
+	// Policy.ResendWait after it.
 	LastSent time.Time
 	// NextAt is the earliest time of the next attempt.
 	NextAt time.Time

@@ -54,6 +54,16 @@ func (p Policy) ResendWait(caps Capabilities) time.Duration {
 	return max(ResendTimeouts*p.Timeout, caps.SettleDelay)
 }
 
+// lookupAt is when a lookup may settle r: ResendWait after the last
+// request that may have created the ticket, whichever path found it may
+// have (an ambiguous answer, or a lease taken over from an attempt that
+// was about to send). A lookup earlier than that could miss a request
+// still running at the destination, and the resend that follows it would
+// make a second ticket.
+func (p Policy) lookupAt(r *Record, caps Capabilities) time.Time {
+	return r.LastSent.Add(p.ResendWait(caps))
+}
+
 // DefaultPolicy is the Policy used when nothing is configured.
 var DefaultPolicy = Policy{
 	Timeout: DefaultTimeout, MaxAttempts: DefaultMaxAttempts, MaxAge: DefaultMaxAge,
@@ -117,14 +127,15 @@ func plan(r *Record, caps Capabilities, p Policy, queued, now time.Time) (step, 
 		}
 		return stepSend, time.Time{}, "", ""
 	}
-	// A refusal that followed a request which may have created the ticket
-	// is settled by a lookup, never by sending again.
-	if !over && r.LastCode != CodeRefused && insideWindow(r, caps, p, now) {
+	// A refusal that followed a request which may have created the ticket,
+	// and a create being confirmed, are settled by a lookup, never by
+	// sending again.
+	if !over && r.LastCode != CodeRefused && r.LastCode != CodeConfirming && insideWindow(r, caps, p, now) {
 		return stepSend, time.Time{}, "", ""
 	}
 	// One lookup past the budget may still settle a ticket that may exist.
 	if caps.Lookup && r.Attempts <= p.MaxAttempts+1 {
-		if settled := r.LastSent.Add(caps.SettleDelay); now.Before(settled) {
+		if settled := p.lookupAt(r, caps); now.Before(settled) {
 			return stepWait, settled, "", "settling"
 		}
 		return stepLookup, time.Time{}, "", ""

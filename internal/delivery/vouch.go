@@ -24,7 +24,7 @@ const CodeWithheld = "withheld"
 const codeUserUnread = "user_unread"
 
 // withhold is the one check of a ticket's user before the leased attempt
-// on rec sends anything: done is true when it ended the attempt, with the
+// on rec sends a create: done is true when it ended the attempt, with the
 // delivery and report to record. A ticket whose record no longer vouches
 // for it (its user disabled, deleted, or a function revoked after the
 // call that made it read the record, however late its write landed) is

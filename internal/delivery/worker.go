@@ -29,12 +29,18 @@ type Store interface {
 	// store's retries, or the ticket unreadable) has been recognized or
 	// given back, so that an attempt that sent nothing is never counted
 	// as one that may have sent. Only when the store stays unreachable
-	// even for that does the lease end at l.Until and get taken over as
-	// maybe sent.
+	// even for that does the lease end at l.Until, unmarked (Sending): it
+	// is then taken over as an attempt that sent nothing.
 	Lease(ctx context.Context, id string, l Lease) (ticket.Ticket, Record, error)
 	// Finish records r as the delivery of ticket id and releases owner's
 	// lease, only while owner still holds it; otherwise ErrLeaseLost.
 	Finish(ctx context.Context, id, owner string, r Record) error
+	// Sending marks, while owner's lease holds the delivery of ticket id,
+	// that owner's attempt is about to send a create (on), or clears a
+	// mark naming owner (off: the attempt learned that its create made
+	// nothing, and could not record it). Marking returns ErrLeaseLost when
+	// owner no longer holds the lease. Finish clears the mark.
+	Sending(ctx context.Context, id, owner string, on bool) error
 	// Defer schedules the delivery of ticket id for at, while owner's lease
 	// (someone else's attempt) still holds it, so that the sweep takes it
 	// up if that attempt never records a result; ErrLeaseLost when owner no
@@ -171,7 +177,7 @@ type Worker struct {
 	// key's credentials or the destination's words. Nil logs nothing.
 	Logger  *slog.Logger
 	Metrics Observer
-	// Voucher, when set, is asked before every attempt sends whether the
+	// Voucher, when set, is asked before every create is sent whether the
 	// ticket's user record still vouches for it (withhold).
 	Voucher Voucher
 	// Now is the clock; nil means time.Now.
@@ -213,9 +219,18 @@ func (w *Worker) Deliver(ctx context.Context, id string) (Report, error) {
 // (when positive) besides the lease; it also returns the delivery as the
 // attempt recorded it.
 func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (Report, Record, error) {
+	// The lease's time counts from before its write, on this process's
+	// monotonic clock: a write the store applies only after retries (a
+	// throttled table) has used up that much of the lease already, and
+	// the store's Until was fixed before the first try. The write itself
+	// is abandoned once no request could be sent inside the lease.
+	began := time.Now()
 	start := w.now()
 	lease := Lease{Owner: newOwner(), From: start, Until: start.Add(w.Policy.LeaseFor())}
-	t, old, err := w.Store.Lease(ctx, id, lease)
+	end := began.Add(w.Policy.LeaseFor() - LeaseMargin)
+	lctx, lcancel := context.WithDeadline(ctx, end)
+	t, old, err := w.Store.Lease(lctx, id, lease)
+	lcancel()
 	var nl *NotLeasableError
 	if errors.As(err, &nl) {
 		return w.notLeased(nl, start), nl.Record, nil
@@ -224,14 +239,15 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 		return Report{}, Record{}, err
 	}
 	rec := takeLease(old, lease)
-	// The requests must be over before the lease ends. Durations, not
-	// instants: the Worker's clock need not be the context's.
-	left := lease.Until.Add(-LeaseMargin).Sub(start)
-	if budget > 0 && budget < left {
-		left = budget
+	// The requests must be over before the lease ends: end, a monotonic
+	// instant (the Worker's clock need not be the context's), and a
+	// request starts only when a whole Timeout fits before it.
+	deadline := end
+	if budget > 0 {
+		deadline = earlierOf(deadline, began.Add(budget))
 	}
-	actx, cancel := context.WithTimeout(ctx, left)
-	next, rep := w.attempt(actx, t, rec)
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	next, rep, made := w.attempt(actx, t, rec, end)
 	cancel()
 	if !next.LastSent.IsZero() {
 		next.SafeAfter = laterOf(next.SafeAfter, next.LastSent.Add(w.Policy.ResendWait(w.Destination.Capabilities())))
@@ -250,8 +266,14 @@ func (w *Worker) deliver(ctx context.Context, id string, budget time.Duration) (
 	case errors.Is(err, ErrLeaseLost):
 		rep.Outcome = OutcomeLost
 	case err != nil:
-		// The lease expires; the next attempt treats this one as one that
-		// may have created the ticket, which is what it is.
+		// The lease expires. The next attempt counts this one as one that
+		// may have created the ticket when its mark is there: it is, unless
+		// its create's answer said nothing was made, and then the mark
+		// goes (Sending off; should the store refuse even that, the
+		// attempt counts as maybe sent, the safe side).
+		if next.Sending == lease.Owner && !made {
+			err = errors.Join(err, w.Store.Sending(ctx, id, lease.Owner, false))
+		}
 		w.log(ctx, id, rep, took, err)
 		return rep, next, err
 	}
@@ -275,19 +297,26 @@ type Lease struct {
 	Until time.Time
 }
 
+// SendingUnknown is Record.Sending where the lease replaced was taken by a
+// version that wrote no mark: it counts as an attempt that may have sent.
+const SendingUnknown = "?"
+
 // takeLease is the delivery as the store holds it once Lease l succeeded
 // over old: the attempt counted, the key's first use stamped, and an
-// earlier attempt that died holding the lease counted as one that may have
-// sent.
+// earlier attempt that died holding the lease after it was about to send
+// counted as one that may have sent.
 func takeLease(old Record, l Lease) Record {
 	r := old
 	r.Attempts++
 	if r.FirstSent.IsZero() {
 		r.FirstSent = l.From
 	}
-	if old.LeaseOwner != "" {
-		// Its worker died after the lease: it may have sent the ticket,
-		// at the latest when its lease ended.
+	if old.LeaseOwner != "" && (old.Sending == old.LeaseOwner || old.Sending == SendingUnknown) {
+		// Its worker died after it was about to send: it may have sent
+		// the ticket, at the latest when its lease ended. A lease that
+		// ended unmarked sent nothing (a lease write that landed after
+		// its attempt gave up on it, or an attempt that never got as far
+		// as a create).
 		r.MaybeSent = true
 		if old.LeaseUntil.After(r.LastSent) {
 			r.LastSent = old.LeaseUntil
@@ -310,28 +339,45 @@ func (w *Worker) notLeased(nl *NotLeasableError, now time.Time) Report {
 	}
 }
 
-// attempt runs the leased attempt: at most a lookup and a create.
-func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Record, Report) {
-	if next, rep, done := w.withhold(ctx, t, rec); done {
-		return next, rep
-	}
+// CodeStore is the LastCode of an attempt that sent nothing because the
+// store did not take its mark (Store.Sending), or its lease was lost.
+const CodeStore = "store_unavailable"
+
+// CodeLeaseShort is the LastCode of an attempt that sent nothing because
+// what was left of its lease could not hold a whole request (the lease's
+// write took that long).
+const CodeLeaseShort = "lease_short"
+
+// attempt runs the leased attempt: at most a lookup and a create, each
+// started only while a whole Policy.Timeout fits before end, the lease's
+// end less LeaseMargin on the monotonic clock.
+//
+// made is true when a create of this attempt may have made the ticket
+// (created, ambiguous or inconsistent): false when it sent none, or its
+// create's answer said that nothing was made.
+func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record, end time.Time) (next Record, rep Report, made bool) {
 	caps := w.Destination.Capabilities()
 	queued := queuedAt(&rec, t.CreatedAt)
 	for range 2 {
 		now := w.now()
 		st, at, final, code := plan(&rec, caps, w.Policy, queued, now)
+		if (st == stepLookup || st == stepSend) && time.Until(end) < w.Policy.Timeout {
+			// Nothing is sent: a request begun now could outlast the
+			// lease, and another attempt take over while it runs.
+			return unsent(w.retry(rec, Result{Outcome: Unavailable, Code: CodeLeaseShort}, queued, false))
+		}
 		switch st {
 		case stepStop:
-			return w.end(rec, final, Result{Code: code}, now)
+			return unsent(w.end(rec, final, Result{Code: code}, now))
 		case stepWait:
-			return w.schedule(rec, at, Result{Code: code})
+			return unsent(w.schedule(rec, at, Result{Code: code}))
 		case stepLookup:
 			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Lookup(ctx, rec.KeyFor(caps), t.ID) })
 			switch res.Outcome {
 			case Found:
-				return w.delivered(rec, res, w.now())
+				return unsent(w.delivered(rec, res, w.now()))
 			case Inconsistent:
-				return w.end(rec, Uncertain, res, w.now())
+				return unsent(w.end(rec, Uncertain, res, w.now()))
 			case Absent:
 				// Past the settle delay, a miss is an answer: no earlier
 				// request created it.
@@ -339,17 +385,37 @@ func (w *Worker) attempt(ctx context.Context, t ticket.Ticket, rec Record) (Reco
 				rec.LastCode, rec.LastStatus = "absent", res.Status
 				continue
 			default:
-				return w.retry(rec, res, queued, true)
+				return unsent(w.retry(rec, res, queued, true))
 			}
 		case stepSend:
+			// Only a create is withheld from a user who lost access: a
+			// lookup reads what an earlier create did, and is recorded.
+			if next, rep, done := w.withhold(ctx, t, rec); done {
+				return next, rep, false
+			}
+			// The mark first: should this attempt die from here on, the
+			// next one counts it as one that may have sent, and only then.
+			if err := w.Store.Sending(ctx, t.ID, rec.LeaseOwner, true); err != nil {
+				// Nothing is sent; a lease lost meanwhile is what Finish
+				// reports.
+				return unsent(w.retry(rec, Result{Outcome: Unavailable, Code: CodeStore}, queued, false))
+			}
+			rec.Sending = rec.LeaseOwner
+			if time.Until(end) < w.Policy.Timeout {
+				return unsent(w.retry(rec, Result{Outcome: Unavailable, Code: CodeLeaseShort}, queued, false))
+			}
 			res := w.call(ctx, func(ctx context.Context) Result { return w.Destination.Create(ctx, rec.KeyFor(caps), t) })
-			return w.afterSend(rec, res, queued)
+			next, rep := w.afterSend(rec, res, queued)
+			return next, rep, res.Outcome == Created || res.Outcome == Ambiguous || res.Outcome == Inconsistent
 		}
 	}
 	// Unreachable: a confirmed absence clears MaybeSent, after which plan
 	// only sends or stops.
-	return w.end(rec, Uncertain, Result{Code: "internal"}, w.now())
+	return unsent(w.end(rec, Uncertain, Result{Code: "internal"}, w.now()))
 }
+
+// unsent is an attempt's result where no create of it made anything.
+func unsent(r Record, rep Report) (Record, Report, bool) { return r, rep, false }
 
 // queuedAt is when the age budget (Policy.MaxAge) of the leased delivery r
 // of a ticket created at created starts: when it was queued, which is the
@@ -370,6 +436,12 @@ func (w *Worker) call(ctx context.Context, f func(context.Context) Result) Resul
 	return f(rctx)
 }
 
+// CodeConfirming is the LastCode of a create that made the ticket after a
+// lookup found none, while the earlier request the lookup could not see
+// may still arrive: the delivery is looked up again, never sent, once
+// RequestHorizon has passed.
+const CodeConfirming = "confirming"
+
 // CodeRefused is the LastCode of a refusal that came after a request that
 // may have created the ticket: only a lookup can tell which one counts.
 const CodeRefused = "refused"
@@ -379,6 +451,16 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 	caps := w.Destination.Capabilities()
 	switch res.Outcome {
 	case Created:
+		if caps.Lookup && !rec.MaybeSent && !rec.LastSent.IsZero() {
+			// It followed a lookup that found nothing after a request
+			// that may have created the ticket: that request may still
+			// reach the destination and make a second one. The key is
+			// looked up again once it no longer can (RequestHorizon),
+			// and a second ticket then ends the delivery uncertain.
+			rec.MaybeSent, rec.LastSent = true, now
+			res.Code = CodeConfirming
+			return w.schedule(rec, laterOf(now.Add(caps.horizon()), w.Policy.lookupAt(&rec, caps)), res)
+		}
 		return w.delivered(rec, res, now)
 	case Inconsistent:
 		// The create made a ticket the destination does not show as
@@ -393,7 +475,7 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 		// not say it did not.
 		if caps.Lookup {
 			res.Code = CodeRefused
-			return w.schedule(rec, laterOf(now, rec.LastSent.Add(caps.SettleDelay)), res)
+			return w.schedule(rec, laterOf(now, w.Policy.lookupAt(&rec, caps)), res)
 		}
 		return w.end(rec, Uncertain, res, now)
 	case Ambiguous:
@@ -406,7 +488,7 @@ func (w *Worker) afterSend(rec Record, res Result, queued time.Time) (Record, Re
 		case w.more(rec, next, queued) && insideWindow(&rec, caps, w.Policy, next):
 			return w.schedule(rec, next, res)
 		case caps.Lookup && rec.Attempts <= w.Policy.MaxAttempts:
-			return w.schedule(rec, laterOf(next, now.Add(caps.SettleDelay)), res)
+			return w.schedule(rec, laterOf(next, w.Policy.lookupAt(&rec, caps)), res)
 		default:
 			return w.end(rec, Uncertain, res, now)
 		}
@@ -436,7 +518,7 @@ func (w *Worker) retry(rec Record, res Result, queued time.Time, wasLookup bool)
 		return w.end(rec, Failed, res, now)
 	case caps.Lookup && !wasLookup && rec.Attempts <= w.Policy.MaxAttempts:
 		// One lookup past the budget settles a ticket that may exist.
-		return w.schedule(rec, laterOf(next, rec.LastSent.Add(caps.SettleDelay)), res)
+		return w.schedule(rec, laterOf(next, w.Policy.lookupAt(&rec, caps)), res)
 	default:
 		return w.end(rec, Uncertain, res, now)
 	}
@@ -475,6 +557,13 @@ func (w *Worker) delivered(rec Record, res Result, now time.Time) (Record, Repor
 	rec.LastCode, rec.LastStatus = "", res.Status
 	rec.Reason = ""
 	return rec, Report{Outcome: OutcomeDelivered, State: Delivered, Status: res.Status, Receipt: res.Receipt}
+}
+
+func earlierOf(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func laterOf(a, b time.Time) time.Time {

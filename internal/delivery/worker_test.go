@@ -195,10 +195,11 @@ func (r *rig) pending(s delivery.State) int {
 	return c.N
 }
 
-// TestFirstAttemptDeliversInThreeStoreRequests: the lease (an UpdateItem
+// TestFirstAttemptDeliversInFourStoreRequests: the lease (an UpdateItem
 // returning nothing, as the role's attribute condition needs), the read of
-// the leased ticket, and the result.
-func TestFirstAttemptDeliversInThreeStoreRequests(t *testing.T) {
+// the leased ticket, the mark that the attempt is about to send, and the
+// result.
+func TestFirstAttemptDeliversInFourStoreRequests(t *testing.T) {
 	r := newRig(t, neither)
 	r.dest.creates = []delivery.Result{created}
 	id := r.ticket()
@@ -207,8 +208,8 @@ func TestFirstAttemptDeliversInThreeStoreRequests(t *testing.T) {
 	if rep.Outcome != delivery.OutcomeDelivered || rep.Receipt.ID != "HD-1" || rep.Attempt != 1 {
 		t.Fatalf("report %+v", rep)
 	}
-	if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 3 || ops["UpdateItem"] != 2 || ops["GetItem"] != 1 {
-		t.Fatalf("store requests %v, want the lease and the result (2 UpdateItem) and the leased ticket's read (1 GetItem)", ops)
+	if ops := r.env.Requests.Operations(); r.env.Requests.Load() != 4 || ops["UpdateItem"] != 3 || ops["GetItem"] != 1 {
+		t.Fatalf("store requests %v, want the lease, the mark and the result (3 UpdateItem) and the leased ticket's read (1 GetItem)", ops)
 	}
 	d := r.record(id)
 	if d.State != delivery.Delivered || d.Receipt != created.Receipt || d.Attempts != 1 || d.LeaseOwner != "" || !d.DeliveredAt.Equal(t0) {
@@ -295,8 +296,10 @@ func TestAmbiguityByCapability(t *testing.T) {
 			[]delivery.State{delivery.Queued, delivery.Delivered}, 2},
 		{"lookup finds it", lookup, []delivery.Result{ambiguous}, []delivery.Result{found},
 			[]delivery.State{delivery.Queued, delivery.Delivered}, 1},
-		{"lookup misses, sends again", lookup, []delivery.Result{ambiguous, created}, []delivery.Result{absent},
-			[]delivery.State{delivery.Queued, delivery.Delivered}, 2},
+		{"lookup misses, sends again, looks again", lookup, []delivery.Result{ambiguous, created}, []delivery.Result{absent, found},
+			[]delivery.State{delivery.Queued, delivery.Queued, delivery.Delivered}, 2},
+		{"lookup misses, sends again, the first arrives late", lookup, []delivery.Result{ambiguous, created}, []delivery.Result{absent, twoFound},
+			[]delivery.State{delivery.Queued, delivery.Queued, delivery.Uncertain}, 2},
 		{"neither: uncertain at once", neither, []delivery.Result{serverError}, nil,
 			[]delivery.State{delivery.Uncertain}, 1},
 		{"refused after an ambiguous send, lookup settles it", dedup, []delivery.Result{ambiguous, refused}, nil,
@@ -455,7 +458,11 @@ func TestDeadWorkerIsCountedAsMaybeSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// It sends, and dies before its result is written.
+		// It marks that it is about to send, sends, and dies before its
+		// result is written.
+		if err := r.store.Sending(context.Background(), id, "dead-worker", true); err != nil {
+			t.Fatal(err)
+		}
 		r.dest.Create(context.Background(), d.KeyFor(c.caps), tk)
 		if rep := r.deliver(id); rep.Outcome != delivery.OutcomeHeld || rep.HeldBy != "dead-worker" {
 			t.Fatalf("%+v: while the lease lives: %+v", c.caps, rep)
@@ -689,5 +696,41 @@ func TestFirstAttemptNeverStrands(t *testing.T) {
 	}
 	if due := r.due(); len(due) != 0 {
 		t.Fatalf("still due after delivery: %v", due)
+	}
+}
+
+// TestTakeoverWaitsTheResendWait: an attempt that died after it was about
+// to send is looked up no sooner than the worker's own ambiguous path
+// would look: ResendWait after its lease ended (three timeouts, here
+// longer than the settle delay), never at the settle delay alone, when
+// its create may still be running at the helpdesk.
+func TestTakeoverWaitsTheResendWait(t *testing.T) {
+	r := newRig(t, lookup)
+	r.dest.lookups = []delivery.Result{found}
+	id := r.ticket()
+	until := t0.Add(policy.LeaseFor())
+	if _, _, err := r.store.Lease(context.Background(), id, delivery.Lease{Owner: "dead-worker", From: t0, Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Sending(context.Background(), id, "dead-worker", true); err != nil {
+		t.Fatal(err)
+	}
+	wait := policy.ResendWait(lookup)
+	if wait <= lookup.SettleDelay {
+		t.Fatalf("the case needs ResendWait (%s) longer than the settle delay (%s)", wait, lookup.SettleDelay)
+	}
+	after := lookup.SettleDelay + (wait-lookup.SettleDelay)/2
+	r.advance(until.Sub(t0) + after)
+	rep := r.deliver(id)
+	if r.dest.looked != 0 || rep.Outcome != delivery.OutcomeRetried || !rep.NextAt.Equal(until.Add(wait)) {
+		t.Fatalf("takeover %s after the dead lease: %+v after %d lookups; want retried at the lease's end + ResendWait (%s), no lookup",
+			after, rep, r.dest.looked, until.Add(wait).Format(time.TimeOnly))
+	}
+	r.advance(rep.NextAt.Sub(r.clock()))
+	if rep := r.deliver(id); rep.Outcome != delivery.OutcomeDelivered || r.dest.looked != 1 {
+		t.Fatalf("at ResendWait: %+v after %d lookups", rep, r.dest.looked)
+	}
+	if n, _ := r.dest.sent(); n != 0 {
+		t.Fatalf("%d creates, want none (the lookup found it)", n)
 	}
 }

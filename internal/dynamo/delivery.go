@@ -47,6 +47,13 @@ const (
 	attrPrevLeaseUntil = "prev_lease_until"
 	attrFinishedBy     = "finished_by"
 	attrSafeAfter      = "safe_after"
+	// The owner of the lease whose attempt was about to send a create
+	// (Sending), until its result is recorded; and the mark as it was
+	// when the last lease was taken, or delivery.SendingUnknown where no
+	// version that marks had leased the delivery before (the lease it
+	// replaced, if any, was an earlier version's, which never marked).
+	attrSending     = "sending"
+	attrPrevSending = "prev_sending"
 )
 
 // WorkerAttributes returns the attributes the delivery worker's updates
@@ -61,7 +68,7 @@ func WorkerAttributes() []string {
 		PartitionKey, attrDelivery, attrAttempts, attrLeaseOwner, attrLeaseUntil, attrMaybeSent,
 		attrFirstSent, attrLastSent, attrNextAt, attrSince, attrLastCode, attrLastStatus, attrReason,
 		attrDestID, attrDestURL, attrDeliveredAt, attrVersion, attrPrevLeaseOwner, attrPrevLeaseUntil,
-		attrFinishedBy, attrSafeAfter, attrAttention, attrAttentionDue, attrLegacyAttention, attrLegacyAttentionAt,
+		attrFinishedBy, attrSafeAfter, attrSending, attrPrevSending, attrAttention, attrAttentionDue, attrLegacyAttention, attrLegacyAttentionAt,
 	}
 	slices.Sort(a)
 	return a
@@ -160,6 +167,7 @@ func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, err
 		LastSent:    d.ms(attrLastSent),
 		NextAt:      d.ms(attrNextAt),
 		SafeAfter:   d.ms(attrSafeAfter),
+		Sending:     d.str(attrSending, false),
 		Since:       d.ms(attrSince),
 		LastCode:    d.str(attrLastCode, false),
 		LastStatus:  int(d.num(attrLastStatus)),
@@ -221,15 +229,17 @@ func (s *Store) Lease(ctx context.Context, id string, l delivery.Lease) (ticket.
 		ConditionExpression: aws.String("#d = :queued AND (attribute_not_exists(#lu) OR #lu < :now) AND " +
 			"(attribute_not_exists(#na) OR #na <= :now OR #att = :zero OR (attribute_exists(#lo) AND #lo <> :none))"),
 		UpdateExpression: aws.String("SET #plo = if_not_exists(#lo, :none), #plu = if_not_exists(#lu, :zero), " +
+			"#psnd = if_not_exists(#snd, :unknown), #snd = if_not_exists(#snd, :none), " +
 			"#lo = :owner, #lu = :until, #att = if_not_exists(#att, :zero) + :one, #fs = if_not_exists(#fs, :now), #dv = if_not_exists(#dv, :zero) + :one"),
 		ExpressionAttributeNames: map[string]string{
 			"#d": attrDelivery, "#lu": attrLeaseUntil, "#na": attrNextAt, "#lo": attrLeaseOwner,
 			"#att": attrAttempts, "#fs": attrFirstSent, "#dv": attrVersion,
-			"#plo": attrPrevLeaseOwner, "#plu": attrPrevLeaseUntil,
+			"#plo": attrPrevLeaseOwner, "#plu": attrPrevLeaseUntil, "#snd": attrSending, "#psnd": attrPrevSending,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":until": msAV(until),
 			":owner": strAV(owner), ":zero": numAV(0), ":one": numAV(1), ":none": strAV(""),
+			":unknown": strAV(delivery.SendingUnknown),
 		},
 		ReturnValues:                        types.ReturnValueNone,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -298,10 +308,10 @@ func (s *Store) release(ctx context.Context, id, owner string) error {
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: ticketKey(id),
 			ConditionExpression: aws.String("#lo = :owner"),
-			UpdateExpression:    aws.String("SET #lo = #plo, #lu = #plu, #att = #att - :one, #dv = #dv + :one"),
+			UpdateExpression:    aws.String("SET #lo = #plo, #lu = #plu, #snd = #psnd, #att = #att - :one, #dv = #dv + :one"),
 			ExpressionAttributeNames: map[string]string{
 				"#lo": attrLeaseOwner, "#lu": attrLeaseUntil, "#plo": attrPrevLeaseOwner, "#plu": attrPrevLeaseUntil,
-				"#att": attrAttempts, "#dv": attrVersion,
+				"#snd": attrSending, "#psnd": attrPrevSending, "#att": attrAttempts, "#dv": attrVersion,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":owner": strAV(owner), ":one": numAV(1)},
 			ReturnValues:              types.ReturnValueNone,
@@ -337,6 +347,7 @@ func ownLease(item map[string]types.AttributeValue, owner string) (ticket.Ticket
 		return ticket.Ticket{}, delivery.Record{}, false
 	}
 	r.LeaseOwner, r.LeaseUntil = d.str(attrPrevLeaseOwner, false), d.ms(attrPrevLeaseUntil)
+	r.Sending = d.str(attrPrevSending, false)
 	r.Attempts--
 	r.Version--
 	if d.err != nil {
@@ -384,7 +395,8 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 	}
 	names["#fb"] = attrFinishedBy
 	names["#sa"], values[":sa"] = attrSafeAfter, msAV(r.SafeAfter)
-	set := "SET #d = :state, #lo = :none, #lu = :zero, #fb = :owner, #ms = :ms, #ls = :ls, #na = :na, #sa = :sa, #since = :since, #lc = :lc, #lst = :lst, #dv = #dv + :one"
+	names["#snd"] = attrSending
+	set := "SET #d = :state, #lo = :none, #lu = :zero, #snd = :none, #fb = :owner, #ms = :ms, #ls = :ls, #na = :na, #sa = :sa, #since = :since, #lc = :lc, #lst = :lst, #dv = #dv + :one"
 	if r.Reason != "" {
 		names["#reason"], values[":reason"] = attrReason, strAV(r.Reason)
 		set += ", #reason = :reason"
@@ -416,6 +428,50 @@ func (s *Store) Finish(ctx context.Context, id, owner string, r delivery.Record)
 			return nil
 		}
 		return delivery.ErrLeaseLost
+	}
+	return err
+}
+
+// Sending implements delivery.Store: one UpdateItem conditional on owner's
+// lease that names owner in the mark (on) or clears a mark naming owner
+// (off: within ReleaseTimeout, whatever time ctx has left, as release).
+// Sent again after a lost answer, it meets its own effect and applies it
+// once more, which changes nothing. It leaves the version (dver): the mark
+// is the leased attempt's own, inside a lease that already changed it,
+// and the attempt's result changes it again; an operator reads nothing
+// from the mark.
+func (s *Store) Sending(ctx context.Context, id, owner string, on bool) error {
+	if !on {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+		defer cancel()
+	}
+	names := map[string]string{"#snd": attrSending}
+	values := map[string]types.AttributeValue{":owner": strAV(owner)}
+	cond, set := "#snd = :owner", "SET #snd = :none"
+	if on {
+		names["#lo"] = attrLeaseOwner
+		cond, set = "#lo = :owner", "SET #snd = :owner"
+	} else {
+		values[":none"] = strAV("")
+	}
+	err := s.retry(ctx, func() error {
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: ticketKey(id),
+			ConditionExpression:       aws.String(cond),
+			UpdateExpression:          aws.String(set),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+			ReturnValues:              types.ReturnValueNone,
+		})
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf) && on:
+		return delivery.ErrLeaseLost
+	case errors.As(err, &ccf):
+		return nil // no mark of owner's: nothing to clear
 	}
 	return err
 }

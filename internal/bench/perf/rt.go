@@ -268,7 +268,7 @@ func rtPart(ctx context.Context, o Options, w *strings.Builder) error {
 	slack := r.Latency.P50() - r.Create.P50()
 	target(w, "RT: delivery latency p50 − RT's own create p50", ms(slack), "≤ 100 ms", slack <= 100*time.Millisecond)
 	clean := perDelivery(r.Clean)
-	target(w, "RT: store requests per delivery (lease, ticket read, result)", ftoa(clean, 2), "≤ 3", clean <= 3)
+	target(w, "RT: store requests per delivery (lease, ticket read, mark, result)", ftoa(clean, 2), "≤ 4", clean <= 4)
 	lookups := float64(r.Clean.Searches-r.Clean.Creates) / float64(r.Clean.Delivered)
 	target(w, "RT: lookups per delivery without an ambiguous answer (searches beyond the created ticket's check)", ftoa(lookups, 2), "0", lookups == 0)
 	lostLookups := float64(r.Lost.Searches) / float64(r.Lost.Delivered)

@@ -345,3 +345,50 @@ func (g *gated) Lookup(ctx context.Context, key, externalID string) delivery.Res
 	g.wait()
 	return g.Destination.Lookup(ctx, key, externalID)
 }
+
+// TestALateCreateAtRTIsCaught, against the real RT: the first create is
+// held in front of RT past its client's timeout (two timeouts), so the
+// lookup ResendWait later finds nothing and the worker sends again; RT
+// makes that ticket, and then the held create reaches RT and makes a
+// second one carrying the same key. The worker looks again after the
+// request horizon, finds both, and leaves the delivery uncertain for a
+// person, naming both RT tickets, never delivered with one of them.
+func TestALateCreateAtRTIsCaught(t *testing.T) {
+	in := sharedRT(t)
+	r := newE2E(t, in)
+	id, key := r.ticket()
+	if err := r.proxy.Inject(helpdesk.Fault{Kind: helpdesk.Late, Delay: 2 * e2ePolicy.Timeout}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.w.Handle(context.Background(), id)
+	if err != nil || rep.Outcome != delivery.OutcomeRetried {
+		t.Fatalf("the held create: %+v, %v; want retried", rep, err)
+	}
+	// Not waiting for the proxy: the held create has not reached RT when
+	// the lookup runs.
+	r.advance(rep.NextAt.Sub(r.clock()) + time.Millisecond)
+	if rep, err = r.w.Handle(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(byKey(t, in, key)); n != 1 {
+		t.Fatalf("RT holds %d tickets after the resend (%+v), want 1: the held create arrived too soon for the case", n, rep)
+	}
+	r.proxy.WaitIdle() // the held create reaches RT
+	held := byKey(t, in, key)
+	if len(held) != 2 {
+		t.Fatalf("RT holds %d tickets carrying the key once the held create arrived, want 2", len(held))
+	}
+	if rep.State == delivery.Queued {
+		rep = r.settle(r.w, id, nil)
+	}
+	d := r.record(id)
+	if rep.State != delivery.Uncertain || d.LastCode != "found_several" || d.Receipt.ID != "" {
+		t.Fatalf("RT tickets %s and %s carry the key; the delivery is %s (code %q, RT id %q): want uncertain, found_several, none picked",
+			held[0].ID, held[1].ID, rep.State, d.LastCode, d.Receipt.ID)
+	}
+	for _, h := range held {
+		if !strings.Contains(d.Reason, h.ID) {
+			t.Errorf("the reason %q does not name RT ticket %s", d.Reason, h.ID)
+		}
+	}
+}

@@ -99,6 +99,11 @@ type Options struct {
 	// create still queued at RT's web server. Longer where RT's front can
 	// hold requests longer.
 	SettleDelay time.Duration
+	// RequestHorizon (DESTINATION_REQUEST_HORIZON) is declared as the
+	// destination's: how long a create whose client gave up may still
+	// reach RT through its front (delivery.Capabilities.RequestHorizon);
+	// zero for delivery.DefaultRequestHorizon.
+	RequestHorizon time.Duration
 	// AllowHTTP accepts a plain http base URL to a host that is not
 	// loopback.
 	AllowHTTP bool
@@ -135,7 +140,7 @@ func New(baseURL string, o Options) (*Destination, error) {
 		return nil, errors.New("rt: a token is required (only a loopback RT may go without)")
 	case o.Token != "" && !httpsend.ValidHeaderValue(o.Token):
 		return nil, errors.New("rt: the token has characters that cannot be sent")
-	case o.Timeout < 0 || o.SettleDelay < 0:
+	case o.Timeout < 0 || o.SettleDelay < 0 || o.RequestHorizon < 0:
 		return nil, errors.New("rt: the timeout and settle delay must not be negative")
 	}
 	if o.Queue == "" {
@@ -160,7 +165,7 @@ func (d *Destination) Name() string { return Name }
 // SettleDelay as Options gave it. ReplaysErrors is false: RT keeps no
 // answers.
 func (d *Destination) Capabilities() delivery.Capabilities {
-	return delivery.Capabilities{Lookup: true, SettleDelay: d.opts.SettleDelay}
+	return delivery.Capabilities{Lookup: true, SettleDelay: d.opts.SettleDelay, RequestHorizon: d.opts.RequestHorizon}
 }
 
 // CloseIdleConnections closes kept-alive connections not in use.

@@ -53,7 +53,7 @@ func New(rawURL string, o Options) (*Destination, error) {
 		return nil, errors.New("webhook: " + err.Error())
 	}
 	switch {
-	case o.Capabilities.DedupWindow < 0 || o.Capabilities.SettleDelay < 0:
+	case o.Capabilities.DedupWindow < 0 || o.Capabilities.SettleDelay < 0 || o.Capabilities.RequestHorizon < 0:
 		return nil, errors.New("webhook: the dedup window and settle delay must not be negative")
 	case o.Timeout < 0:
 		return nil, errors.New("webhook: the timeout must not be negative")

@@ -63,6 +63,11 @@ type Options struct {
 	// (DESTINATION_SETTLE_DELAY), for an account whose lookups are known
 	// to lag more, or less.
 	SettleDelay time.Duration
+	// RequestHorizon (DESTINATION_REQUEST_HORIZON): how long a create
+	// whose client gave up may still reach Zendesk
+	// (delivery.Capabilities.RequestHorizon); zero for
+	// delivery.DefaultRequestHorizon.
+	RequestHorizon time.Duration
 	// TenantField and RequesterField, when set, are the ids of custom
 	// ticket fields that receive oncecall's tenant id and user id. What
 	// has no field is written in a line at the start of the first comment.
@@ -131,7 +136,7 @@ func New(baseURL string, o Options) (*Destination, error) {
 		return nil, err
 	case auth == "" && !httpsend.Loopback(u.Hostname()):
 		return nil, errors.New("zendesk: credentials are required (only a loopback test helpdesk may go without)")
-	case o.Timeout < 0 || o.SettleDelay < 0 || o.TenantField < 0 || o.RequesterField < 0 || o.RequesterID < 0:
+	case o.Timeout < 0 || o.SettleDelay < 0 || o.RequestHorizon < 0 || o.TenantField < 0 || o.RequesterField < 0 || o.RequesterID < 0:
 		return nil, errors.New("zendesk: the timeout, settle delay and ids must not be negative")
 	}
 	if o.SettleDelay == 0 {
@@ -152,7 +157,7 @@ func (d *Destination) Name() string { return Name }
 // decision keeps the ticket's key, and a ticket the operator missed is
 // found under it rather than made twice.
 func (d *Destination) Capabilities() delivery.Capabilities {
-	return delivery.Capabilities{DedupWindow: DedupWindow, Lookup: true, SettleDelay: d.opts.SettleDelay}
+	return delivery.Capabilities{DedupWindow: DedupWindow, Lookup: true, SettleDelay: d.opts.SettleDelay, RequestHorizon: d.opts.RequestHorizon}
 }
 
 // CloseIdleConnections closes kept-alive connections not in use.

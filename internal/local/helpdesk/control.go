@@ -52,7 +52,7 @@ func (s *Server) controlRoutes(mux *http.ServeMux) {
 				"GET " + p + "/tickets", "GET " + p + "/counts", "GET " + p + "/keys",
 				"GET|PUT " + p + "/capabilities", "GET|POST|DELETE " + p + "/faults", "POST " + p + "/reset",
 			},
-			"fault_kinds": []FaultKind{LoseAnswer, FailBefore, FailAfter, RateLimit, Slow, ResetBefore, Refuse, IgnoreFilter},
+			"fault_kinds": []FaultKind{LoseAnswer, FailBefore, FailAfter, RateLimit, Slow, Late, ResetBefore, Refuse, IgnoreFilter},
 		})
 	})
 	mux.HandleFunc("GET "+p+"/tickets", func(w http.ResponseWriter, _ *http.Request) {

@@ -10,7 +10,8 @@
 // are set at Start and can be changed while it runs. Faults are injected
 // for the next requests of a kind (create or lookup): the answer lost after
 // creating, a 5xx (or any status) before or after creating, 429 with
-// Retry-After, an answer slower than the client waits, a connection reset,
+// Retry-After, an answer slower than the client waits, a create held past
+// its client's timeout and made all the same (late), a connection reset,
 // connection refused (nothing listens on the main address for a while; the
 // control API stays reachable on an address of its own), and a lookup that
 // ignores its ?external_id= filter and lists every ticket. Everything is

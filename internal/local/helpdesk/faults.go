@@ -45,6 +45,13 @@ const (
 	// a refused connection carries no request to count. The control API
 	// stays reachable on Options.ControlAddr meanwhile.
 	Refuse FaultKind = "refuse"
+	// Late holds a create for Delay (default DefaultSlowDelay) without
+	// doing anything, whether or not its client still waits, and then
+	// does it as if it had just arrived: the ticket is made (the proxy
+	// forwards it) though nobody may be left to read the answer. It is a
+	// front that forwards a request its client gave up on. It applies to
+	// creates only.
+	Late FaultKind = "late"
 	// IgnoreFilter, on a lookup, lists every ticket lookups may see,
 	// whatever ?external_id= asks for, as a helpdesk or proxy that drops
 	// the query would. It applies to lookups only.
@@ -159,9 +166,12 @@ func (f Fault) normalize() (Fault, error) {
 		if f.RetryAfter == "" {
 			f.RetryAfter = DefaultRetryAfter
 		}
-	case Slow:
+	case Slow, Late:
 		if f.Delay == 0 {
 			f.Delay = DefaultSlowDelay
+		}
+		if f.Kind == Late && f.Op != Create {
+			return f, fmt.Errorf("%s applies to op %q only", Late, Create)
 		}
 	case Refuse:
 		if f.For == 0 {
@@ -173,8 +183,8 @@ func (f Fault) normalize() (Fault, error) {
 		}
 	case LoseAnswer, ResetBefore:
 	default:
-		return f, fmt.Errorf("kind must be one of %s, %s, %s, %s, %s, %s, %s, %s",
-			LoseAnswer, FailBefore, FailAfter, RateLimit, Slow, ResetBefore, Refuse, IgnoreFilter)
+		return f, fmt.Errorf("kind must be one of %s, %s, %s, %s, %s, %s, %s, %s, %s",
+			LoseAnswer, FailBefore, FailAfter, RateLimit, Slow, Late, ResetBefore, Refuse, IgnoreFilter)
 	}
 	return f, nil
 }

@@ -676,3 +676,28 @@ func TestReplaysErrorsPerKey(t *testing.T) {
 		t.Fatalf("without ReplaysErrors, k1 again = %d, want created", r.status)
 	}
 }
+
+// TestLateCreateIsMadeAfterItsClientGaveUp: a late create is held past
+// its client's timeout and then made all the same, as a front that
+// forwards what it was sent; one whose helpdesk closes meanwhile is
+// dropped.
+func TestLateCreateIsMadeAfterItsClientGaveUp(t *testing.T) {
+	s := start(t, helpdesk.Options{})
+	if err := s.Inject(helpdesk.Fault{Kind: helpdesk.Late, Delay: 300 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := try(t, client(50*time.Millisecond), http.MethodPost, s.WebhookURL(), webhookBody("late-1", "Late")); err == nil {
+		t.Fatal("answered inside the client's timeout")
+	}
+	if n := len(s.TicketsByExternalID("late-1")); n != 0 {
+		t.Fatalf("%d tickets while the create is held, want 0", n)
+	}
+	for wait := time.Now().Add(5 * time.Second); len(s.TicketsByExternalID("late-1")) != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatal("the held create was never made")
+		}
+	}
+	if err := s.Inject(helpdesk.Fault{Kind: helpdesk.Late, Op: helpdesk.Lookup}); err == nil {
+		t.Fatal("a late lookup was accepted: late applies to creates only")
+	}
+}

@@ -44,6 +44,8 @@ type Proxy struct {
 	counts ProxyCounts
 	keys   map[string]int
 
+	closing chan struct{} // closed by Close: a held request is dropped
+
 	lnMu     sync.Mutex
 	ln       net.Listener
 	closed   bool
@@ -72,7 +74,8 @@ type ProxyOptions struct {
 	// MaxInFlight, when positive, bounds the requests forwarded at once,
 	// as a front does for a helpdesk with that many workers: the others
 	// wait in the proxy, and one whose client gave up while it waited is
-	// never forwarded. Without it a helpdesk's own backlog could hold a
+	// not forwarded, unless a Late fault holds it (then it goes, client or
+	// not, as it would through a front that keeps what it was sent). Without it a helpdesk's own backlog could hold a
 	// create for longer than any client waits and make it after a lookup
 	// said there was none.
 	MaxInFlight int
@@ -82,7 +85,7 @@ type ProxyOptions struct {
 // target (a base URL: scheme://host:port) until Close. classify names the
 // requests faults apply to.
 func StartProxy(addr, target string, classify func(*http.Request) (Op, bool), o ProxyOptions) (*Proxy, error) {
-	p := &Proxy{target: strings.TrimRight(target, "/"), classify: classify, keyOf: o.KeyOf, answered: o.Answered, keys: map[string]int{},
+	p := &Proxy{target: strings.TrimRight(target, "/"), classify: classify, keyOf: o.KeyOf, answered: o.Answered, keys: map[string]int{}, closing: make(chan struct{}),
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	if o.MaxInFlight > 0 {
@@ -167,6 +170,9 @@ func (p *Proxy) Counts() ProxyCounts {
 // Close stops the proxy and drops its connections.
 func (p *Proxy) Close() error {
 	p.lnMu.Lock()
+	if !p.closed {
+		close(p.closing)
+	}
 	p.closed = true
 	p.lnMu.Unlock()
 	err := p.srv.Close()
@@ -265,7 +271,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.counts.Passed++
 		p.mu.Unlock()
-		a := p.forward(r, body, r.URL.RawQuery)
+		a := p.forward(r.Context(), r, body, r.URL.RawQuery)
 		if op != "" {
 			p.told(op, body, a)
 		}
@@ -284,7 +290,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.Kind == IgnoreFilter {
 		query = ""
 	}
-	a := p.forward(r, body, query)
+	// Whether the client still waits decides whether the request is
+	// forwarded (ProxyOptions.MaxInFlight); a late one goes whatever it
+	// does.
+	waits := r.Context()
+	if f.Kind == Late {
+		p.inFlight.Add(1) // WaitIdle waits for it from now
+		defer p.inFlight.Done()
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-p.closing:
+			t.Stop()
+			return
+		}
+		waits = context.WithoutCancel(waits)
+	}
+	a := p.forward(waits, r, body, query)
 	p.told(op, body, a)
 	switch f.Kind {
 	case FailAfter:
@@ -324,17 +346,19 @@ type answer struct {
 	gone bool
 }
 
-func (p *Proxy) forward(r *http.Request, body []byte, query string) answer {
+// forward sends r on to the helpdesk unless waits ends first (its client
+// gave up while it waited for a slot).
+func (p *Proxy) forward(waits context.Context, r *http.Request, body []byte, query string) answer {
 	p.inFlight.Add(1)
 	defer p.inFlight.Done()
 	if p.slots != nil {
 		select {
 		case p.slots <- struct{}{}:
 			defer func() { <-p.slots }()
-		case <-r.Context().Done():
+		case <-waits.Done():
 			return answer{gone: true} // the client gave up first: nothing forwarded
 		}
-		if r.Context().Err() != nil {
+		if waits.Err() != nil {
 			return answer{gone: true}
 		}
 	}

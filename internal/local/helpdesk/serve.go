@@ -91,6 +91,11 @@ func (s *Server) createHandler(f *front) http.Handler {
 		s.mu.Lock()
 		fault, faulty := s.next(Create)
 		s.mu.Unlock()
+		if faulty && fault.Kind == Late {
+			s.logf("request", "front", f.via, "op", Create, "fault", fault.Kind, "delay", fault.Delay.String())
+			s.hold(fault.Delay)
+			faulty = false // then made as any create, its client there or not
+		}
 		if faulty && s.before(w, f, Create, fault) {
 			if fault.Kind == FailBefore {
 				s.mu.Lock()
@@ -229,6 +234,18 @@ func (s *Server) before(w http.ResponseWriter, f *front, op Op, fault Fault) boo
 		return false
 	}
 	return true
+}
+
+// hold waits d whatever the client does, as a front holding a request
+// does; a server closing meanwhile drops the request unanswered.
+func (s *Server) hold(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.closing:
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // after applies the faults that follow the helpdesk's work: true when the

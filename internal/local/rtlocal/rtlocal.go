@@ -366,8 +366,9 @@ func KeyOf(body []byte) string {
 
 // StartProxy starts a fault proxy in front of the instance on a loopback
 // port, until its Close: a front that forwards to RT as many requests at
-// once as RT has workers (unless o says otherwise), never one whose client
-// gave up while it waited.
+// once as RT has workers (unless o says otherwise), and not one whose
+// client gave up while it waited, except a create a Late fault holds: that
+// one reaches RT after the fault's delay, its client there or not.
 func (in *Instance) StartProxy(o helpdesk.ProxyOptions) (*helpdesk.Proxy, error) {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = Workers
