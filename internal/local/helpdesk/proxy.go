@@ -158,7 +158,21 @@ func (p *Proxy) KeyRequests() map[string]int {
 // has finished with everything it was sent, whether or not its client
 // still waits. A test whose clock jumps ahead calls it where real time
 // would have passed.
-func (p *Proxy) WaitIdle() { p.inFlight.Wait() }
+func (p *Proxy) WaitIdle() {
+	// The lock orders every request counted so far before the wait (a
+	// WaitGroup's Add from zero must happen before its Wait).
+	p.mu.Lock()
+	p.mu.Unlock() //nolint:staticcheck // an empty critical section, on purpose
+	p.inFlight.Wait()
+}
+
+// busy counts a request WaitIdle waits for; its caller calls
+// p.inFlight.Done when it ends.
+func (p *Proxy) busy() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inFlight.Add(1)
+}
 
 // Counts returns what reached the proxy so far.
 func (p *Proxy) Counts() ProxyCounts {
@@ -295,7 +309,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// does.
 	waits := r.Context()
 	if f.Kind == Late {
-		p.inFlight.Add(1) // WaitIdle waits for it from now
+		p.busy() // WaitIdle waits for it from now
 		defer p.inFlight.Done()
 		t := time.NewTimer(f.Delay)
 		select {
@@ -349,7 +363,7 @@ type answer struct {
 // forward sends r on to the helpdesk unless waits ends first (its client
 // gave up while it waited for a slot).
 func (p *Proxy) forward(waits context.Context, r *http.Request, body []byte, query string) answer {
-	p.inFlight.Add(1)
+	p.busy()
 	defer p.inFlight.Done()
 	if p.slots != nil {
 		select {
