@@ -503,12 +503,16 @@ func TestTemplateDeliverRole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := deploy(t, tc.overrides)
 			// The worker's store calls, those on the table's items on
-			// tickets only (dynamodb:LeadingKeys): a grant without the
+			// tickets only (dynamodb:LeadingKeys), but for the read of a
+			// ticket's user record before a create: a grant without the
 			// condition, or with another, fails.
 			want := map[samtest.Grant]bool{}
 			for g := range samtest.StoreGrants("getatt:Table.Arn", workerCalls...) {
 				if g.Resource == "getatt:Table.Arn" {
 					g.Keys = "ticket#*"
+					if g.Action == "dynamodb:GetItem" {
+						g.Keys = "ticket#*,user#*"
+					}
 				}
 				// Its updates name the delivery's own attributes only and
 				// return nothing: a role that lets the worker write the
