@@ -272,7 +272,7 @@ const headerLimit = 16 << 10
 // size bytes, padded with one header.
 func rawRequest(t *testing.T, size int, body []byte) string {
 	t.Helper()
-	head := fmt.Sprintf("POST /callback HTTP/1.1\r\nHost: oncecall\r\nContent-Type: application/json\r\n"+
+	head := fmt.Sprintf("POST /callback HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
 		"X-Request-Nonce: %s\r\nContent-Length: %d\r\n", validNonce(t), len(body))
 	const padLine = "X-Pad: \r\n"
 	pad := size - len(head) - len(padLine) - len("\r\n")

@@ -101,6 +101,11 @@ const (
 	StressTimeout = "1s"
 	// StressSweep is the sweep interval of a destination run.
 	StressSweep = "200ms"
+	// StressHorizon is the request horizon of a destination run: longer
+	// than the slowest answer among its faults (RTStressFaults' 7 s), so
+	// that the second lookup after a resend sees every create the run's
+	// faults held, and short enough for the run to settle.
+	StressHorizon = "10s"
 )
 
 // StressFaults are the helpdesk's misbehaviours in a destination run.
@@ -356,7 +361,8 @@ func StartStressHelpdesk(kind string, rate float64, window time.Duration, lookup
 	if err != nil {
 		return nil, nil, err
 	}
-	env = append(env, "DESTINATION="+kind, "DESTINATION_TIMEOUT="+StressTimeout, "DELIVERY_SWEEP_INTERVAL="+StressSweep)
+	env = append(env, "DESTINATION="+kind, "DESTINATION_TIMEOUT="+StressTimeout, "DELIVERY_SWEEP_INTERVAL="+StressSweep,
+		"DESTINATION_REQUEST_HORIZON="+StressHorizon)
 	if kind == "webhook" {
 		env = append(env, "DESTINATION_URL="+hd.WebhookURL(), "DESTINATION_DEDUP_WINDOW="+window.String(),
 			fmt.Sprintf("DESTINATION_LOOKUP=%t", lookup))
@@ -386,7 +392,7 @@ func startStressRT(rate float64, seed uint64, env []string) (*StressHelpdesk, []
 		return nil, nil, err
 	}
 	env = append(env, "DESTINATION=rt", "DESTINATION_URL="+proxy.URL, "DESTINATION_TOKEN="+in.Token, "RT_QUEUE="+in.Queue,
-		"DESTINATION_TIMEOUT="+RTStressTimeout, "DELIVERY_SWEEP_INTERVAL="+StressSweep)
+		"DESTINATION_TIMEOUT="+RTStressTimeout, "DELIVERY_SWEEP_INTERVAL="+StressSweep, "DESTINATION_REQUEST_HORIZON="+StressHorizon)
 	return &StressHelpdesk{
 		About:       fmt.Sprintf("Request Tracker %s at %s behind the fault proxy %s", rtlocal.Version, in.URL, proxy.URL),
 		Tickets:     in.Tickets,
