@@ -138,8 +138,9 @@ func TestMakeRunVariables(t *testing.T) {
 		t.Fatal("docs/configuration.md has no make run's variables section")
 	}
 	rows := map[string][]string{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `(-[a-z-]+)` \\| `([^`]*)` \\|").FindAllStringSubmatch(section, -1) {
-		rows[m[1]] = m[2:]
+	// A flag without a default is shown as —.
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `(-[a-z-]+)` \\| (`[^`]*`|—) \\|").FindAllStringSubmatch(section, -1) {
+		rows[m[1]] = []string{m[2], strings.Trim(strings.TrimPrefix(m[3], "—"), "`")}
 	}
 	fs := flag.NewFlagSet("oncecall", flag.ContinueOnError)
 	addFlags(fs)

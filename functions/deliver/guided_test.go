@@ -52,7 +52,9 @@ func TestFirstDeployPrompts(t *testing.T) {
 		props, _ := r.(map[string]any)["Properties"].(map[string]any)
 		events, _ := props["Events"].(map[string]any)
 		for _, e := range events {
-			if e.(map[string]any)["Type"] == "HttpApi" {
+			// SAM CLI asks only of a route without Auth (auth_utils.py).
+			ep, _ := e.(map[string]any)["Properties"].(map[string]any)
+			if _, auth := ep["Auth"]; e.(map[string]any)["Type"] == "HttpApi" && !auth {
 				routed = append(routed, name)
 				break
 			}
