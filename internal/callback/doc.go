@@ -21,8 +21,9 @@
 //
 // # Glossary
 //
-// The words of oncecall's code and pages, defined once; docs/glossary.md
-// says the same and names the identifier that holds each.
+// The words of oncecall's code and pages, defined once; the section
+// "oncecall's words" of docs/glossary.md says the same and names the
+// identifier that holds each.
 //
 //   - attempt budget: the attempts and the age a delivery may spend before
 //     it ends failed or uncertain.
