@@ -20,9 +20,9 @@ var setupRights = []string{"SeeQueue", "CreateTicket", "ShowTicket", "SeeCustomF
 // administrator make the auth token under Admin → Users → the user → Auth
 // Tokens, never the user under Settings → Auth Tokens (a user with only the
 // listed rights has no such menu, and creating it answers Permission
-// Denied), and keeps the list of rights. With RT installed, RT's own menu
-// code is read: both token pages are shown only with ManageAuthTokens,
-// which the list does not grant.
+// Denied), and keeps the list of rights. With RT installed, RT's own code
+// is read: both token pages are shown only with ManageAuthTokens, which
+// the list does not grant, and a token for another user needs AdminUsers.
 func TestTokenStepIsAnAdministrators(t *testing.T) {
 	root, err := doctest.Root()
 	if err != nil {
@@ -82,6 +82,25 @@ func TestTokenStepIsAnAdministrators(t *testing.T) {
 		before := string(menu[max(0, i-400):i])
 		if !strings.Contains(before, "Right => 'ManageAuthTokens'") {
 			t.Errorf("RT's menu shows %s without ManageAuthTokens; the page's token step may be out of date", page)
+		}
+	}
+	// And RT's token code: Create refuses (Permission Denied) a user
+	// without ManageAuthTokens, and makes a token for another user only
+	// for one with AdminUsers: an administrator.
+	code, err := os.ReadFile(filepath.Join(rtlocal.LibPath, "RT", "AuthToken.pm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, create, _ := strings.Cut(string(code), "sub Create {")
+	create, _, _ = strings.Cut(create, "\n}\n")
+	for _, want := range []string{
+		`return (0, $self->loc("Permission Denied"))
+        unless $self->CurrentUserHasRight('ManageAuthTokens');`,
+		`unless $args{Owner} == $self->CurrentUser->Id
+            || $self->CurrentUserHasRight('AdminUsers');`,
+	} {
+		if !strings.Contains(create, want) {
+			t.Errorf("RT::AuthToken::Create no longer reads %q; the page's token step may be out of date", want)
 		}
 	}
 }
