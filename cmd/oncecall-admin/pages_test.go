@@ -32,3 +32,31 @@ func TestTakingAccessAwaySaysNothingWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesNameRealCommands: every "oncecall-admin WORD [WORD]" a page
+// writes (its log lines' "oncecall-admin change" aside) names one of the
+// tool's commands.
+func TestPagesNameRealCommands(t *testing.T) {
+	_, pages, err := doctest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, c := range commands {
+		names[c.name] = true
+	}
+	use := regexp.MustCompile(`(?:^|[^"\w-])oncecall-admin\s+([a-z][a-z-]*)(?:\s+([a-z][a-z-]*))?`)
+	n := 0
+	for _, p := range pages {
+		text := strings.ReplaceAll(p.Text, "bin/oncecall-admin", "oncecall-admin")
+		for _, m := range use.FindAllStringSubmatch(text, -1) {
+			n++
+			if !names[m[1]] && !names[m[1]+" "+m[2]] {
+				t.Errorf("%s names %q, which is no command of oncecall-admin", p.Path, strings.Join(strings.Fields(strings.TrimLeft(m[0], "`( [")), " "))
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d uses of oncecall-admin in the pages", n)
+	}
+}
