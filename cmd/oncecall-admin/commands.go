@@ -43,13 +43,13 @@ var commands = []*command{
 		store:    true, change: true, bind: userGrant,
 	},
 	{
-		name: "user revoke", summary: "take one function from a user (never the last: disable the user instead); returns once no call that read the earlier record can still use it (-no-wait: at once)",
+		name: "user revoke", summary: "take one function from a user (never the last: disable the user instead); returns at once, and no call that reads the record from then on may use it",
 		synopsis: "-id ID -function F [-version N] [-no-wait] [target flags] [-operator NAME] [-json]",
 		example:  "user revoke -id user-a -function create_ticket -operator alice",
 		store:    true, change: true, bind: userRevoke,
 	},
 	{
-		name: "user disable", summary: "refuse every call of a user; functions and name are kept; returns once no call that read the earlier record can still create a ticket or show a stored result (-no-wait: at once)",
+		name: "user disable", summary: "refuse every call of a user; functions and name are kept; returns at once, and every call that reads the record from then on is refused",
 		synopsis: "-id ID [-version N] [-no-wait] [target flags] [-operator NAME] [-json]",
 		example:  "user disable -id user-f -operator alice\nuser disable -id user-f -version 3 -operator alice",
 		store:    true, change: true, bind: userSetActive(false),
@@ -67,7 +67,7 @@ var commands = []*command{
 		store:    true, change: true, bind: userRename,
 	},
 	{
-		name: "user delete", summary: "delete a user: every call is refused as unknown; returns once no call that read the earlier record can still create a ticket or show a stored result (-no-wait: at once)",
+		name: "user delete", summary: "delete a user: every call is refused as unknown; returns at once",
 		synopsis: "-id ID [-version N] [-no-wait] [target flags] [-operator NAME] [-json]",
 		example:  "user delete -id user-f -operator alice\nuser delete -id user-f -version 4 -no-wait -json -operator alice",
 		store:    true, change: true, bind: userDelete,

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/oncecall/oncecall/internal/dynamo"
 	"github.com/oncecall/oncecall/internal/identity"
@@ -284,8 +283,7 @@ func (s *session) explain(err error) error {
 	if err == nil {
 		return nil
 	}
-	var send *smithyhttp.RequestSendError
-	if errors.As(err, &send) {
+	if dynamo.NoAnswer(err) {
 		return &exitError{exitFailure, fmt.Errorf("no store answers at %s: %s", s.target.where(), s.target.unreachableHint())}
 	}
 	var nf *types.ResourceNotFoundException

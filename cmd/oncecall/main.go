@@ -71,7 +71,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "oncecall:", note)
 	}
 	if err := run(*addr, *dbAddr, *hdAddr); err != nil {
-		fmt.Fprintln(os.Stderr, "oncecall:", err)
+		fmt.Fprintln(os.Stderr, "oncecall:", explainStore(err, flag.CommandLine, os.Getenv(config.EnvEndpoint)))
 		os.Exit(1)
 	}
 }
@@ -88,6 +88,23 @@ func storeClash(fs *flag.FlagSet, endpoint string) string {
 	}
 	return fmt.Sprintf("%s=%s is set, and wins: the store is there, as for oncecall-admin, and -db-addr %s (DB_ADDR) is not used. "+
 		"To start the local store on %s instead, unset %s", config.EnvEndpoint, endpoint, fs.Lookup("db-addr").Value, fs.Lookup("db-addr").Value, config.EnvEndpoint)
+}
+
+// explainStore turns a store request that got no answer, at the store
+// DYNAMODB_ENDPOINT (endpoint) names, into what to fix, as the admin tool
+// says it: where no store answers, which setting named it (and that it won
+// over -db-addr, when that was given too), and how to have the local
+// store instead. Any other error is returned as it is.
+func explainStore(err error, fs *flag.FlagSet, endpoint string) error {
+	if endpoint == "" || !dynamo.NoAnswer(err) {
+		return err
+	}
+	from := config.EnvEndpoint
+	if storeClash(fs, endpoint) != "" {
+		from += ", which wins over -db-addr " + fs.Lookup("db-addr").Value.String() + " (DB_ADDR)"
+	}
+	return fmt.Errorf("no store answers at %s (from %s): check the URL and that the store is running, or unset %s to start the local store on %s",
+		endpoint, from, config.EnvEndpoint, fs.Lookup("db-addr").Value)
 }
 
 // addFlags declares the command's flags on fs.

@@ -123,7 +123,7 @@ func TestTheHelpdeskControlAPIHasAnAddressOfItsOwn(t *testing.T) {
 
 // TestMakeRunVariables: docs/configuration.md's table of make run's
 // variables has one row per variable the Makefile passes as a flag, with
-// that flag and the flag's default.
+// that flag and the flag's default (none: an empty one).
 func TestMakeRunVariables(t *testing.T) {
 	makefile, err := os.ReadFile("../../Makefile")
 	if err != nil {
@@ -138,9 +138,8 @@ func TestMakeRunVariables(t *testing.T) {
 		t.Fatal("docs/configuration.md has no make run's variables section")
 	}
 	rows := map[string][]string{}
-	// A flag without a default is shown as —.
-	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `(-[a-z-]+)` \\| (`[^`]*`|—) \\|").FindAllStringSubmatch(section, -1) {
-		rows[m[1]] = []string{m[2], strings.Trim(strings.TrimPrefix(m[3], "—"), "`")}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `(-[a-z-]+)` \\| (?:`([^`]*)`|none) \\|").FindAllStringSubmatch(section, -1) {
+		rows[m[1]] = m[2:]
 	}
 	fs := flag.NewFlagSet("oncecall", flag.ContinueOnError)
 	addFlags(fs)

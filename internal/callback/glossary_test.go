@@ -14,38 +14,38 @@ import (
 	"github.com/oncecall/oncecall/internal/testing/doctest"
 )
 
-// The words a newcomer meets first, which the Glossary must define.
+// The words a newcomer meets first, which the glossary must define.
 var firstWords = []string{"door", "operation", "key", "outbox", "lease", "sweep", "attention", "settle"}
 
-// TestGlossary: docs/concepts.md's Glossary and this package's
-// documentation define the same words, among them every word of
-// firstWords, and every Go identifier the Glossary names is declared in
-// the shipped package it names.
+// TestGlossary: the oncecall's words section of docs/glossary.md and this
+// package's documentation define the same words, among them every word of
+// firstWords, and every Go identifier the section names is declared in the
+// shipped package it names.
 func TestGlossary(t *testing.T) {
 	root, err := doctest.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(filepath.Join(root, "docs", "concepts.md"))
+	page, err := os.ReadFile(filepath.Join(root, "docs", "glossary.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	section, ok := doctest.Section(string(page), "## Glossary")
+	section, ok := doctest.Section(string(page), "## oncecall's words")
 	if !ok {
-		t.Fatal("docs/concepts.md has no Glossary section")
+		t.Fatal("docs/glossary.md has no section ## oncecall's words")
 	}
 	entries := map[string]string{}
 	var pageWords []string
-	for _, e := range strings.Split(section, "\n- **")[1:] {
-		word, def, ok := strings.Cut(e, "** — ")
-		if !ok {
-			t.Fatalf("glossary entry %q is not - **word** — definition", e)
+	for _, e := range strings.Split(section, "\n### ")[1:] {
+		word, def, _ := strings.Cut(e, "\n")
+		if def = strings.TrimSpace(def); def == "" {
+			t.Fatalf("the glossary's %q has no definition", word)
 		}
 		entries[word] = def
 		pageWords = append(pageWords, word)
 	}
 	if !slices.IsSorted(pageWords) {
-		t.Errorf("the Glossary's words are not in alphabetical order: %v", pageWords)
+		t.Errorf("the glossary's words are not in alphabetical order: %v", pageWords)
 	}
 
 	f, err := parser.ParseFile(token.NewFileSet(), "doc.go", nil, parser.ParseComments|parser.PackageClauseOnly)
@@ -62,11 +62,11 @@ func TestGlossary(t *testing.T) {
 		docWords = append(docWords, m[1])
 	}
 	if !slices.Equal(docWords, pageWords) {
-		t.Errorf("the package documentation defines %v; docs/concepts.md's Glossary %v", docWords, pageWords)
+		t.Errorf("the package documentation defines %v; docs/glossary.md %v", docWords, pageWords)
 	}
 	for _, w := range firstWords {
 		if entries[w] == "" {
-			t.Errorf("the Glossary does not define %q", w)
+			t.Errorf("the glossary does not define %q", w)
 		}
 	}
 
@@ -75,11 +75,11 @@ func TestGlossary(t *testing.T) {
 	for word, def := range entries {
 		names := ident.FindAllStringSubmatch(def, -1)
 		if len(names) == 0 {
-			t.Errorf("the Glossary's %q names no Go identifier", word)
+			t.Errorf("the glossary's %q names no Go identifier", word)
 		}
 		for _, n := range names {
 			if pkg := decls[n[1]]; pkg == nil || !pkg[n[2]] || (n[3] != "" && !pkg[n[2]+"."+n[3]]) {
-				t.Errorf("the Glossary's %q names %s, which no shipped package declares", word, strings.Trim(n[0], "`"))
+				t.Errorf("the glossary's %q names %s, which no shipped package declares", word, strings.Trim(n[0], "`"))
 			}
 		}
 	}

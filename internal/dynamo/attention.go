@@ -27,9 +27,9 @@ const (
 	MaxDeliveriesExamined = 10000
 )
 
-// Listed are the states AttentionIndex lists: a queued ticket only once a
-// retry is scheduled (a first attempt comes from the stream and is never
-// listed).
+// Listed are the states AttentionIndex lists: a queued ticket from its
+// creation (due once the stream's grace is over, for a first attempt the
+// stream never made) and while a retry is scheduled.
 var Listed = []delivery.State{delivery.Uncertain, delivery.Failed, delivery.Queued}
 
 // DeliveryQuery selects the deliveries Admin.Deliveries lists.

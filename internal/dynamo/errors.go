@@ -6,6 +6,7 @@ import (
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // Error is a store failure described without the store's message text, which
@@ -51,4 +52,13 @@ func sanitize(err error) error {
 		e.RequestID = re.ServiceRequestID()
 	}
 	return e
+}
+
+// NoAnswer reports whether err is a store request that got no answer at
+// all: it could not be sent (nothing listens at the endpoint) or the
+// connection broke before a response. A write that got none may still
+// have been applied.
+func NoAnswer(err error) bool {
+	var send *smithyhttp.RequestSendError
+	return errors.As(err, &send)
 }
