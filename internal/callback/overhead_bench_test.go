@@ -50,7 +50,8 @@ type benchNoNetworkAPI struct {
 }
 
 func (a *benchNoNetworkAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	if len(in.TransactItems) != 2 {
+	// The claim, the ticket and the request item (outcome.Record).
+	if len(in.TransactItems) != 3 {
 		panic("unexpected transaction")
 	}
 	if a.replay != nil {
@@ -156,7 +157,7 @@ func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
 		"expires_at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)},
 	}
 	tce := &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: []types.CancellationReason{
-		{Code: aws.String("ConditionalCheckFailed"), Item: item}, {Code: aws.String("None")}}}
+		{Code: aws.String("ConditionalCheckFailed"), Item: item}, {Code: aws.String("None")}, {Code: aws.String("None")}}}
 	var wire strings.Builder
 	wire.WriteString(`{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":[{"Code":"ConditionalCheckFailed","Item":{`)
 	first := true
@@ -172,7 +173,7 @@ func replayOf(b *testing.B) (*types.TransactionCanceledException, []byte) {
 			wire.WriteString(strconv.Quote(k) + `:{"N":` + strconv.Quote(x.Value) + `}`)
 		}
 	}
-	wire.WriteString(`}},{"Code":"None"}]}`)
+	wire.WriteString(`}},{"Code":"None"},{"Code":"None"}]}`)
 	return tce, []byte(wire.String())
 }
 
