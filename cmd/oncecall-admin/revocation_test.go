@@ -22,11 +22,11 @@ import (
 	"github.com/oncecall/oncecall/internal/testing/suitetest"
 )
 
-// answer is one answer the flood got, with when it arrived.
+// answer is one answer the flood got, with when its call was sent.
 type answer struct {
 	kind string // "create", "replay" or "read"
 	loadtest.Result
-	at time.Time
+	sent time.Time
 }
 
 // shows reports whether the answer made or disclosed anything: a ticket
@@ -79,7 +79,13 @@ func TestRevocationUnderAFloodThroughTwoServers(t *testing.T) {
 				sc.before(t, f)
 			}
 			f.run()
-			time.Sleep(time.Second) // the flood in full swing
+			f.await(t, "an answer of each kind: the flood in full swing", func(as []answer) bool {
+				kinds := map[string]bool{}
+				for _, a := range as {
+					kinds[a.kind] = kinds[a.kind] || a.shows()
+				}
+				return kinds["create"] && kinds["replay"] && kinds["read"]
+			})
 			if sc.lose {
 				f.proxy.Inject("UpdateItem", dynamotest.Fault{AfterCommit: true})
 			}
@@ -92,7 +98,15 @@ func TestRevocationUnderAFloodThroughTwoServers(t *testing.T) {
 			settled := returned.Add(callback.Deadline)
 			time.Sleep(time.Until(settled))
 			tickets := f.tickets(t)
-			time.Sleep(2 * time.Second) // the flood goes on after that
+			f.await(t, fmt.Sprint(afterSettled, " answers to calls sent after the calls under way ended"), func(as []answer) bool {
+				n := 0
+				for _, a := range as {
+					if a.sent.After(settled) {
+						n++
+					}
+				}
+				return n >= afterSettled
+			})
 			answers := f.stop()
 
 			if took := returned.Sub(start); took >= callback.Deadline {
@@ -109,7 +123,7 @@ func TestRevocationUnderAFloodThroughTwoServers(t *testing.T) {
 			late := 0
 			for _, a := range answers {
 				key := a.kind + " " + a.Outcome + " " + a.Code
-				if a.at.After(settled) {
+				if a.sent.After(settled) {
 					after[key]++
 					if a.shows() || a.Status != http.StatusForbidden || a.Code != "user_disabled" {
 						late++
@@ -127,10 +141,7 @@ func TestRevocationUnderAFloodThroughTwoServers(t *testing.T) {
 				}
 			}
 			if late > 0 {
-				t.Errorf("%d answers after the command returned and the calls under way ended were not user_disabled", late)
-			}
-			if sum(after) < 20 {
-				t.Errorf("only %d answers after the calls under way ended", sum(after))
+				t.Errorf("%d answers to calls sent after the command returned and the calls under way ended were not user_disabled", late)
 			}
 			for _, k := range []string{"create created ", "replay deduplicated ", "read found "} {
 				if before[k] == 0 {
@@ -151,12 +162,27 @@ func TestRevocationUnderAFloodThroughTwoServers(t *testing.T) {
 	}
 }
 
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
+// afterSettled is how many answers to calls sent after the calls under way
+// ended a scenario waits for.
+const afterSettled = 20
+
+// await waits until done holds of the flood's answers so far, checking
+// every 10 ms for at most a minute; past that the flood is stopped and the
+// test fails, naming what.
+func (f *flood) await(t *testing.T, what string, done func([]answer) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		f.mu.Lock()
+		ok := done(f.answers)
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.stop()
+			t.Fatalf("after a minute of the flood, still not %s", what)
+		}
 	}
-	return n
 }
 
 // flood is one scenario: a store, the fault proxy, two servers and the
@@ -257,9 +283,10 @@ func (f *flood) run() {
 				default:
 					c = readCall(f.seeded[seeded[i%len(seeded)]])
 				}
+				sent := time.Now()
 				r := f.call(context.Background(), w+i, c)
 				f.mu.Lock()
-				f.answers = append(f.answers, answer{kind: kind, Result: r, at: time.Now()})
+				f.answers = append(f.answers, answer{kind: kind, Result: r, sent: sent})
 				f.mu.Unlock()
 			}
 		})

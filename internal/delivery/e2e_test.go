@@ -106,7 +106,13 @@ func (e *e2e) settle(id string) delivery.Report {
 		switch rep.Outcome {
 		case delivery.OutcomeRetried, delivery.OutcomeNotDue:
 			e.advance(rep.NextAt.Sub(e.clock()) + time.Millisecond)
-			time.Sleep(50 * time.Millisecond) // a refused listener comes back in real time
+			// A refused listener comes back in real time: the retry is
+			// made once it has, however slow the machine.
+			for deadline := time.Now().Add(30 * time.Second); e.hd.Refusing(); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					e.t.Fatal("the helpdesk still refuses connections after 30s")
+				}
+			}
 		case delivery.OutcomeHeld:
 			e.advance(rep.HeldUntil.Sub(e.clock()) + time.Second)
 		default:

@@ -34,12 +34,18 @@ type script struct {
 	looked  int
 	// block, when set, is received from before a create answers.
 	block chan struct{}
+	// entered, when set, is sent to when a create begins (before block):
+	// give it room for every create the test makes.
+	entered chan struct{}
 }
 
 func (s *script) Name() string                        { return s.name }
 func (s *script) Capabilities() delivery.Capabilities { return s.caps }
 
 func (s *script) Create(ctx context.Context, key string, t ticket.Ticket) delivery.Result {
+	if s.entered != nil {
+		s.entered <- struct{}{}
+	}
 	if s.block != nil {
 		select {
 		case <-s.block:
@@ -487,9 +493,11 @@ func TestConcurrentWorkersSendOnce(t *testing.T) {
 	r := newRig(t, neither)
 	r.dest.creates = []delivery.Result{created}
 	r.dest.block = make(chan struct{})
+	r.dest.entered = make(chan struct{}, 8)
 	id := r.ticket()
 	var wg sync.WaitGroup
 	reps := make([]delivery.Report, 8)
+	answered := make(chan struct{}, len(reps))
 	for i := range reps {
 		wg.Add(1)
 		go func() {
@@ -499,10 +507,24 @@ func TestConcurrentWorkersSendOnce(t *testing.T) {
 				t.Error(err)
 			}
 			reps[i] = rep
+			answered <- struct{}{}
 		}()
 	}
-	// Let the one lease holder through once the others have answered.
-	time.Sleep(200 * time.Millisecond)
+	// Let the one lease holder through once it is at the destination and
+	// the others have answered.
+	entered, others := 0, 0
+wait:
+	for timeout := time.After(time.Minute); entered == 0 || others < len(reps)-1; {
+		select {
+		case <-r.dest.entered:
+			entered++
+		case <-answered:
+			others++
+		case <-timeout:
+			t.Errorf("after a minute: %d at the destination, %d answered", entered, others)
+			break wait
+		}
+	}
 	close(r.dest.block)
 	wg.Wait()
 	count := map[string]int{}
@@ -588,6 +610,7 @@ func TestLostLeaseIsReported(t *testing.T) {
 	r := newRig(t, dedup)
 	r.dest.creates = []delivery.Result{created, created}
 	r.dest.block = make(chan struct{})
+	r.dest.entered = make(chan struct{}, 1)
 	id := r.ticket()
 	done := make(chan delivery.Report)
 	go func() {
@@ -597,7 +620,7 @@ func TestLostLeaseIsReported(t *testing.T) {
 		}
 		done <- rep
 	}()
-	time.Sleep(100 * time.Millisecond) // the first attempt holds the lease, blocked at the destination
+	<-r.dest.entered // the first attempt holds the lease, blocked at the destination
 	r.advance(policy.LeaseFor() + time.Second)
 	second := &delivery.Worker{Store: r.store, Destination: &script{name: "script", caps: dedup, creates: []delivery.Result{created}}, Policy: policy, Now: r.clock}
 	if rep, err := second.Deliver(context.Background(), id); err != nil || rep.Outcome != delivery.OutcomeDelivered {

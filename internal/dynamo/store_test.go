@@ -276,15 +276,20 @@ func TestBusyAfterBoundedRetries(t *testing.T) {
 				t.Error("a busy claim wrote a ticket")
 			}
 			// With a deadline, until the next wait would pass it: far more
-			// than dynamo.MaxAttempts, and never past it.
+			// than dynamo.MaxAttempts, and never past it. The deadline is
+			// a second, so that even on a busy machine (an attempt through
+			// the proxy taking tens of milliseconds) it allows more; the
+			// margin past it, for the last attempt's answer cut at the
+			// deadline to come back, is another second.
+			const deadline = time.Second
 			proxy.Inject("TransactWriteItems", repeatFault(fault, 10000)...)
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			seen, start := proxy.Seen("TransactWriteItems"), time.Now()
 			rec, tk = f.claim("k1")
 			_, _, err := f.store.Create(ctx, rec, tk, nil)
 			cancel()
-			if !errors.Is(err, idempotency.ErrBusy) || time.Since(start) > time.Second {
-				t.Fatalf("Create with a deadline = %v after %v, want ErrBusy by the deadline", err, time.Since(start))
+			if took := time.Since(start); !errors.Is(err, idempotency.ErrBusy) || took > 2*deadline {
+				t.Fatalf("Create with a deadline of %v = %v after %v, want ErrBusy by the deadline", deadline, err, took)
 			}
 			if got := proxy.Seen("TransactWriteItems") - seen; got <= dynamo.MaxAttempts {
 				t.Errorf("%d attempts within the deadline, want more than %d", got, dynamo.MaxAttempts)

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,11 +14,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/local/localdb"
-	"github.com/oncecall/oncecall/internal/testing/logtest"
+	"github.com/oncecall/oncecall/internal/local/rie"
 )
 
 // RIEModule is the Runtime Interface Emulator, pinned; the go command builds
@@ -37,8 +34,6 @@ type ColdStartResult struct {
 	OncecallSize, HelloSize int64
 	ArmSize                 int64
 	OncecallInit, HelloInit initTrace
-	// Retries counts starts repeated after a failure to connect.
-	Retries int
 }
 
 type initTrace struct {
@@ -104,7 +99,7 @@ func ColdStart(ctx context.Context, n int) (ColdStartResult, error) {
 		return nil
 	}
 	linux := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH}
-	rie := filepath.Join(dir, "aws-lambda-rie")
+	emulator := filepath.Join(dir, "aws-lambda-rie")
 	if err := build([]string{"GOBIN=" + dir, "CGO_ENABLED=0", "GOFLAGS="}, "install", RIEModule); err != nil {
 		return r, err
 	}
@@ -148,13 +143,7 @@ func ColdStart(ctx context.Context, n int) (ColdStartResult, error) {
 			order = []string{oncecall, hello}
 		}
 		for _, b := range order {
-			st, err := coldStart(ctx, rie, b, env)
-			for retry := 0; err != nil && retry < 2 && ctx.Err() == nil; retry++ {
-				// A port taken by another process between choosing it and
-				// the emulator binding it: start again on fresh ports.
-				r.Retries++
-				st, err = coldStart(ctx, rie, b, env)
-			}
+			st, err := coldStart(ctx, emulator, b, env)
 			if err != nil {
 				return r, fmt.Errorf("%s: %w", filepath.Base(filepath.Dir(b)), err)
 			}
@@ -194,55 +183,28 @@ type startTiming struct {
 // init is the first invocation less a warm one.
 func (s startTiming) init() time.Duration { return s.first - s.warm.P50() }
 
-// coldStart runs the emulator with bootstrap and, once the emulator listens,
-// times its first invocation (the emulator starts the bootstrap on it) and
-// three warm ones.
-func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startTiming, error) {
+// coldStart runs the emulator with bootstrap (rie.Start, which starts it
+// again on new ports when one is taken before it listens) and, once the
+// emulator listens, times its first invocation (the emulator starts the
+// bootstrap on it) and three warm ones.
+func coldStart(ctx context.Context, emulator, bootstrap string, env []string) (startTiming, error) {
 	var st startTiming
-	addrs, err := freeAddrs(2)
+	e, err := rie.Start(ctx, rie.Options{Emulator: emulator, Bootstrap: bootstrap, Env: env})
 	if err != nil {
 		return st, err
 	}
-	apiAddr, rieAddr := addrs[0], addrs[1]
-	cmd := exec.Command(rie, "--runtime-api-address", apiAddr, "--runtime-interface-emulator-address", rieAddr, bootstrap)
-	cmd.Dir = filepath.Dir(bootstrap)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out logtest.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return st, err
-	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	}()
-	// The emulator is ready when it accepts connections; the bootstrap is
-	// not started before the first invocation.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		c, err := net.DialTimeout("tcp", rieAddr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return st, fmt.Errorf("emulator did not listen: %w: %s", err, out.String())
-		}
-	}
-	url := "http://" + rieAddr + "/2015-03-31/functions/function/invocations"
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
+	defer func() { _ = e.Close() }()
+	n := 0
 	invoke := func() (time.Duration, error) {
+		n++
 		t := time.Now()
-		res, err := client.Post(url, "application/json", strings.NewReader(apiEvent))
+		inv, err := e.Invoke(ctx, "cold-start-"+strconv.Itoa(n), []byte(apiEvent))
+		d := time.Since(t)
 		if err != nil {
 			return 0, err
 		}
-		_, _ = io.Copy(io.Discard, res.Body)
-		_ = res.Body.Close()
-		d := time.Since(t)
-		if res.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("invoke answered %d: %s", res.StatusCode, out.String())
+		if inv.Status != http.StatusOK {
+			return 0, fmt.Errorf("invoke answered %d: %s: %s", inv.Status, inv.Body, strings.Join(e.Output(), "\n"))
 		}
 		return d, nil
 	}
@@ -257,21 +219,6 @@ func coldStart(ctx context.Context, rie, bootstrap string, env []string) (startT
 		st.warm = append(st.warm, d)
 	}
 	return st, nil
-}
-
-// freeAddrs returns n distinct loopback addresses with ports free at the
-// moment: all are held open together, so none is handed out twice.
-func freeAddrs(n int) ([]string, error) {
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = ln.Close() }()
-		out = append(out, ln.Addr().String())
-	}
-	return out, nil
 }
 
 var initLine = regexp.MustCompile(`^init (\S+) @[0-9.]+ ms, ([0-9.]+) ms clock, ([0-9]+) bytes, ([0-9]+) allocs`)
@@ -324,9 +271,6 @@ func coldStartPart(ctx context.Context, o Options, w *strings.Builder) error {
 	}
 	row("aws-lambda-go hello world (`internal/bench/hello`)", r.HelloSize, r.Hello, r.HelloInit)
 	row("oncecall (`functions/callback`)", r.OncecallSize, r.Oncecall, r.OncecallInit)
-	if r.Retries > 0 {
-		fmt.Fprintf(w, "\n%d start(s) failed to connect to the emulator (a port taken between choosing and binding it) and were run again on fresh ports; only completed starts are counted.\n", r.Retries)
-	}
 	fmt.Fprintf(w, "\nInit p50 ratio oncecall ÷ hello world: **%s**. Stripped `bootstrap` as deployed (linux/arm64, `make build`): **%s** (%d bytes).\n\n", ftoa(r.Ratio(), 3), mib(float64(r.ArmSize)), r.ArmSize)
 	if len(r.OncecallInit.ours) > 0 {
 		w.WriteString("Package-level initialization in oncecall's own packages (GODEBUG=inittrace=1); the rest of the package-init total is the Go runtime, the standard library and the AWS SDK:\n\n")

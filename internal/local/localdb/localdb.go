@@ -80,8 +80,22 @@ func StartWith(addr string, front func(http.Handler) http.Handler) (*Server, err
 	return s, nil
 }
 
-// spawn starts bin on addr; a port of 0 is replaced by a free one, tried
-// again on a clash with another process.
+// maxSpawns bounds how many ports spawn tries for an address of port 0.
+const maxSpawns = 5
+
+// errAddrInUse: dynoxide exited because its port was taken.
+var errAddrInUse = errors.New("localdb: dynoxide's port was taken before it listened")
+
+// inUse is how dynoxide says, as it exits, that its port is taken.
+const inUse = "already in use"
+
+// testHookPicked, when set, is called with each address spawn picked
+// for a port of 0, before dynoxide starts on it.
+var testHookPicked func(addr string)
+
+// spawn starts bin on addr; a port of 0 is replaced by a free one, and by
+// another when dynoxide finds it taken by another process (dynoxide,
+// told port 0, does not say which port it got).
 func spawn(bin, addr string) (*Server, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -90,34 +104,34 @@ func spawn(bin, addr string) (*Server, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	var last error
-	for range 5 {
-		p := port
-		if p == "0" {
-			if p, err = FreePort(host); err != nil {
-				return nil, err
-			}
-		} else if ln, err := net.Listen("tcp", net.JoinHostPort(host, p)); err != nil {
+	if port != "0" {
+		if ln, err := net.Listen("tcp", net.JoinHostPort(host, port)); err != nil {
 			return nil, err // taken: say so as net.Listen does
 		} else {
 			_ = ln.Close()
 		}
-		s, err := run(bin, host, p)
-		if err == nil {
-			return s, nil
-		}
-		last = err
-		if port != "0" {
-			break
-		}
+		return run(bin, host, port)
 	}
-	return nil, last
+	for n := 1; ; n++ {
+		p, err := freePort(host)
+		if err != nil {
+			return nil, err
+		}
+		if testHookPicked != nil {
+			testHookPicked(net.JoinHostPort(host, p))
+		}
+		s, err := run(bin, host, p)
+		if errors.Is(err, errAddrInUse) && n < maxSpawns {
+			continue
+		}
+		return s, err
+	}
 }
 
-// FreePort returns a port on host that nothing listens on now (the
-// kernel's pick, closed again at once): a child process given it may find
-// it taken by another, and must then say so and be given another.
-func FreePort(host string) (string, error) {
+// freePort returns a port on host that nothing listens on now (the
+// kernel's pick, closed again at once): dynoxide given it may find it
+// taken by another process, and must then say so and be given another.
+func freePort(host string) (string, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return "", err
@@ -150,7 +164,11 @@ func run(bin, host, port string) (*Server, error) {
 	for !bytes.Contains(out.Bytes(), listening) {
 		select {
 		case <-s.exited:
-			return nil, fmt.Errorf("localdb: dynoxide on %s:%s exited: %s", host, port, bytes.TrimSpace(out.Bytes()))
+			said := bytes.TrimSpace(out.Bytes())
+			if bytes.Contains(said, []byte(inUse)) {
+				return nil, fmt.Errorf("%w: %s", errAddrInUse, said)
+			}
+			return nil, fmt.Errorf("localdb: dynoxide on %s:%s exited: %s", host, port, said)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

@@ -6,6 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,6 +98,61 @@ func TestStartOnATakenPort(t *testing.T) {
 	if db, err := localdb.Start(ln.Addr().String()); err == nil {
 		_ = db.Close()
 		t.Fatal("Start on a taken port succeeded")
+	}
+}
+
+// TestStartOnAPortTakenAfterThePick: another process takes the port Start
+// picked before dynoxide binds it; Start gives dynoxide another port, and
+// the store it returns is that dynoxide.
+func TestStartOnAPortTakenAfterThePick(t *testing.T) {
+	var picks []string
+	var taken net.Listener
+	defer localdb.SetTestHookPicked(func(addr string) {
+		picks = append(picks, addr)
+		if taken != nil {
+			return
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("take %s: %v", addr, err)
+			return
+		}
+		taken = ln
+	})()
+	db, err := localdb.Start("127.0.0.1:0")
+	if taken != nil {
+		defer func() { _ = taken.Close() }()
+	}
+	if err != nil {
+		t.Fatalf("Start with its first port taken: %v (ports picked: %v)", err, picks)
+	}
+	defer func() { _ = db.Close() }()
+	if len(picks) != 2 || db.URL != "http://"+picks[1] {
+		t.Fatalf("picked %v, serving on %s: want a second pick, served", picks, db.URL)
+	}
+	if _, err := client(t, db.URL).ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStartFailingOtherwiseIsNotRepeated: a dynoxide that exits for
+// another reason than a taken port is not started again on other ports:
+// the error is its own.
+func TestStartFailingOtherwiseIsNotRepeated(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "dynoxide")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'error: no such table store' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(localdb.EnvBinary, bin)
+	picks := 0
+	defer localdb.SetTestHookPicked(func(string) { picks++ })()
+	db, err := localdb.Start("127.0.0.1:0")
+	if err == nil {
+		_ = db.Close()
+		t.Fatal("Start of a failing dynoxide succeeded")
+	}
+	if picks != 1 || !strings.Contains(err.Error(), "no such table store") {
+		t.Fatalf("a failing dynoxide was started on %d ports, want 1; error: %v", picks, err)
 	}
 }
 

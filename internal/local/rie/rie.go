@@ -27,7 +27,18 @@ const (
 	ReportTimeout = 5 * time.Second
 	// MaxOutputLines bounds the output kept in memory.
 	MaxOutputLines = 100_000
+	// MaxStarts bounds how many times Start runs the emulator on new ports
+	// when one it was given is taken before it listens.
+	MaxStarts = 5
 )
+
+// errAddrInUse: the emulator exited because one of its addresses was
+// taken.
+var errAddrInUse = errors.New("an address of the emulator was taken before it listened")
+
+// testHookPicked, when set, is called with the addresses Start picked
+// before it starts the emulator on them.
+var testHookPicked func(api, addr string)
 
 // Options describe one emulator run.
 type Options struct {
@@ -67,7 +78,10 @@ type Invocation struct {
 }
 
 // Start starts the emulator on free loopback ports. The function itself
-// starts on the first invocation, as on Lambda.
+// starts on the first invocation, as on Lambda. The ports are picked free
+// and released before the emulator binds them, so another process may take
+// one meanwhile: the emulator then exits saying so, and Start runs it again
+// on new ports, up to MaxStarts times.
 func Start(ctx context.Context, o Options) (*Emulator, error) {
 	for _, p := range []string{o.Emulator, o.Bootstrap} {
 		if _, err := os.Stat(p); err != nil {
@@ -83,6 +97,17 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 	if err != nil {
 		return nil, err
 	}
+	for n := 1; ; n++ {
+		e, err := start(ctx, o, emulator, bootstrap)
+		if errors.Is(err, errAddrInUse) && n < MaxStarts {
+			continue
+		}
+		return e, err
+	}
+}
+
+// start runs the emulator once, on ports picked now.
+func start(ctx context.Context, o Options, emulator, bootstrap string) (*Emulator, error) {
 	api, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -90,6 +115,9 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
+	}
+	if testHookPicked != nil {
+		testHookPicked(api, addr)
 	}
 	cmd := exec.Command(emulator,
 		"--log-level", "error",
@@ -125,7 +153,7 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 		_ = cmd.Wait()
 		close(e.exited)
 	}()
-	if err := e.waitListening(ctx, addr); err != nil {
+	if err := e.waitListening(ctx, api, addr); err != nil {
 		_ = e.Close()
 		return nil, err
 	}
@@ -143,25 +171,42 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func (e *Emulator) waitListening(ctx context.Context, addr string) error {
+// waitListening waits until the emulator's own process listens on both
+// its addresses: a connection that succeeds is not enough, as whoever took
+// a port would answer it too.
+func (e *Emulator) waitListening(ctx context.Context, addrs ...string) error {
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
+		if held, err := listening(e.cmd.Process.Pid, addrs...); err != nil {
+			return err
+		} else if held {
 			return nil
 		}
 		select {
 		case <-e.exited:
-			return fmt.Errorf("the emulator exited before listening: %s", strings.Join(e.stderr.all(), "\n"))
+			out := strings.Join(e.stderr.all(), "\n")
+			if strings.Contains(out, syscall.EADDRINUSE.Error()) {
+				return fmt.Errorf("%w: %s", errAddrInUse, firstLine(out, syscall.EADDRINUSE.Error()))
+			}
+			return fmt.Errorf("the emulator exited before listening: %s", out)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the emulator is not listening on %s after %s", addr, StartTimeout)
+			return fmt.Errorf("the emulator is not listening on %s after %s", strings.Join(addrs, " and "), StartTimeout)
 		}
 	}
+}
+
+// firstLine returns the first line of out that contains s.
+func firstLine(out, s string) string {
+	for l := range strings.Lines(out) {
+		if strings.Contains(l, s) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }
 
 // Invoke sends one event and waits for the answer. id is the request id

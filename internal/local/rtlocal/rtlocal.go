@@ -23,7 +23,6 @@ import (
 
 	"github.com/oncecall/oncecall/internal/delivery/rt"
 	"github.com/oncecall/oncecall/internal/local/helpdesk"
-	"github.com/oncecall/oncecall/internal/local/localdb"
 )
 
 // The Debian installation this package runs (`make rt-install`).
@@ -106,8 +105,11 @@ type Instance struct {
 	// Addr is the host:port RT listens on.
 	Addr string
 
-	dir  string
-	mu   sync.Mutex
+	dir string
+	mu  sync.Mutex
+	// ln is the socket the next RT started serves on (Start's, until the
+	// first Restart has handed it over).
+	ln   *net.TCPListener
 	cmd  *exec.Cmd
 	done chan struct{}
 	out  *tail
@@ -124,25 +126,25 @@ func Start(addr string) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("rtlocal: address %q: %w", addr, err)
 	}
-	if port == "0" {
-		if port, err = localdb.FreePort(host); err != nil {
-			return nil, err
-		}
-	} else if ln, err := net.Listen("tcp", addr); err != nil {
+	// The socket RT serves on is bound here, port 0 included, and handed
+	// to RT (listen): no port is released and hoped to stay free.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
 		return nil, err // taken: said as net.Listen says it
-	} else {
-		_ = ln.Close()
 	}
+	host, _, _ := net.SplitHostPort(addr)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	dir, err := os.MkdirTemp("", "oncecall-rt-")
 	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
-	in := &Instance{URL: "http://" + net.JoinHostPort(host, port), Token: tmpl.token, Queue: Queue, Addr: net.JoinHostPort(host, port), dir: dir}
+	in := &Instance{URL: "http://" + net.JoinHostPort(host, port), Token: tmpl.token, Queue: Queue, Addr: net.JoinHostPort(host, port), dir: dir, ln: ln.(*net.TCPListener)}
 	if err := in.lay(tmpl.db); err != nil {
+		_ = ln.Close()
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
@@ -213,18 +215,50 @@ const supervise = `trap 'trap - TERM INT; kill -TERM 0 2>/dev/null; wait; exit 0
 "$0" "$@" &
 wait $!`
 
+// listenFD is the descriptor RT's server finds its listening socket on:
+// the first of exec.Cmd's ExtraFiles.
+const listenFD = 3
+
+// testHookListening, when set, is called with the instance's address once
+// RT's socket is bound and before RT starts.
+var testHookListening func(addr string)
+
 // Restart starts the instance's RT again after Stop, on the same address
-// and database, and waits until it answers.
+// and database, and waits until it answers. RT does not bind the address
+// itself: it serves on a socket bound here and passed on listenFD, the
+// way Server::Starter hands sockets to the Starlet server RT runs
+// (SERVER_STARTER_PORT), so the port Start read back is the one RT serves.
 func (in *Instance) Restart() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.cmd != nil {
 		return errors.New("rtlocal: RT is running")
 	}
+	ln := in.ln
+	in.ln = nil
+	if ln == nil {
+		l, err := net.Listen("tcp", in.Addr)
+		if err != nil {
+			return fmt.Errorf("rtlocal: RT's address: %w", err)
+		}
+		ln = l.(*net.TCPListener)
+	}
+	// RT holds its own copy of the socket; a stopped RT then refuses
+	// connections, as nothing else holds it.
+	defer func() { _ = ln.Close() }()
+	sock, err := ln.File()
+	if err != nil {
+		return fmt.Errorf("rtlocal: RT's socket: %w", err)
+	}
+	defer func() { _ = sock.Close() }()
+	if testHookListening != nil {
+		testHookListening(in.Addr)
+	}
 	host, port, _ := net.SplitHostPort(in.Addr)
 	out := &tail{}
 	cmd := exec.Command("/bin/sh", "-c", supervise, ServerPath, "--host", host, "--port", port, "--max-workers", strconv.Itoa(Workers))
-	cmd.Env = env(in.dir)
+	cmd.Env = append(env(in.dir), "SERVER_STARTER_PORT="+in.Addr+"="+strconv.Itoa(listenFD))
+	cmd.ExtraFiles = []*os.File{sock}
 	cmd.Dir = in.dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
@@ -299,6 +333,12 @@ func (in *Instance) stop() {
 // Close stops RT and removes its folder.
 func (in *Instance) Close() error {
 	in.Stop()
+	in.mu.Lock()
+	if in.ln != nil {
+		_ = in.ln.Close()
+		in.ln = nil
+	}
+	in.mu.Unlock()
 	return os.RemoveAll(in.dir)
 }
 

@@ -3,6 +3,7 @@ package rtlocal_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -49,6 +50,35 @@ func TestFreshInstancesStopAndStart(t *testing.T) {
 	}
 	if n := search(t, a, "k-1"); n != 1 || id == "" {
 		t.Fatalf("after a restart RT a holds %d tickets with the key, want 1", n)
+	}
+}
+
+// TestNoOneTakesItsPort: the port Start reads back is RT's from the
+// start: another process that tries to take it after Start picked it and
+// before RT serves cannot, and RT serves there.
+func TestNoOneTakesItsPort(t *testing.T) {
+	rtlocal.Require(t)
+	var taken net.Listener
+	defer rtlocal.SetTestHookListening(func(addr string) {
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			taken = ln
+		}
+	})()
+	in, err := rtlocal.Start("127.0.0.1:0")
+	if taken != nil {
+		defer func() { _ = taken.Close() }()
+		t.Errorf("another process took RT's port %s before RT started", taken.Addr())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = in.Close() }()
+	if n := search(t, in, "k-1"); n != 0 {
+		t.Fatalf("a fresh RT holds %d tickets with the key", n)
+	}
+	create(t, in, "k-1")
+	if n := search(t, in, "k-1"); n != 1 {
+		t.Fatalf("RT on %s holds %d tickets with the key, want 1", in.Addr, n)
 	}
 }
 

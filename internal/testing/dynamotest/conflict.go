@@ -30,6 +30,11 @@ type Conflicts struct {
 	// Hold is how long a transaction holds its items (15 ms is a typical
 	// transactional write on DynamoDB).
 	Hold time.Duration
+	// Release, when not nil, replaces Hold: every transaction holds its
+	// items until Release is closed, so that a test sees what other
+	// requests meet meanwhile however slow the machine is (Holding says
+	// when the hold has begun).
+	Release <-chan struct{}
 	// LoseRate is the share of applied writes whose answer is lost.
 	LoseRate float64
 	// Rand draws the losses (nil: math/rand/v2's global source); tests
@@ -52,6 +57,13 @@ func (c *Conflicts) Stats() ConflictStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stats
+}
+
+// Holding returns how many items transactions hold now.
+func (c *Conflicts) Holding() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.held)
 }
 
 // itemRef is one item a request names: table and key, canonicalized.
@@ -161,7 +173,9 @@ func (c *Conflicts) admit(op string, body []byte) (fault *Fault, release func())
 	}
 	start := time.Now()
 	return nil, func() {
-		if d := c.Hold - time.Since(start); d > 0 {
+		if c.Release != nil {
+			<-c.Release
+		} else if d := c.Hold - time.Since(start); d > 0 {
 			time.Sleep(d)
 		}
 		c.mu.Lock()

@@ -21,11 +21,15 @@ func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Valu
 // TransactionConflict at that item's position and None elsewhere (even when
 // both only check the item), a plain write of it is refused with
 // TransactionConflictException, a TransactGetItems of it is cancelled, and
-// a plain read goes through; once the hold ends all of them succeed.
+// a plain read goes through; once the hold ends all of them succeed. The
+// first transaction holds its items until the checks are done (Release),
+// however long they take.
 func TestConflictRule(t *testing.T) {
 	env := dynamotest.New(t)
 	proxy := dynamotest.NewProxy(t, env.Endpoint)
-	rule := &dynamotest.Conflicts{Hold: 300 * time.Millisecond}
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	rule := &dynamotest.Conflicts{Release: gate}
 	proxy.Conflicts = rule
 	c := dynamotest.NewClient(t, proxy.URL, nil)
 	ctx := context.Background()
@@ -41,11 +45,17 @@ func TestConflictRule(t *testing.T) {
 		return types.TransactWriteItem{Put: &types.Put{TableName: table, Item: map[string]types.AttributeValue{"pk": s(pk)}}}
 	}
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer release()
 	var firstErr error
 	wg.Go(func() {
 		_, firstErr = c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{check("user#u"), put("op#1")}})
 	})
-	time.Sleep(100 * time.Millisecond) // the first one holds user#u now
+	for deadline := time.Now().Add(30 * time.Second); rule.Holding() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first transaction holds %d items after 30s, want 2", rule.Holding())
+		}
+	}
 
 	_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{put("op#2"), check("user#u")}})
 	var tce *types.TransactionCanceledException
@@ -65,6 +75,7 @@ func TestConflictRule(t *testing.T) {
 	if _, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: map[string]types.AttributeValue{"pk": s("user#u")}}); err != nil {
 		t.Errorf("a plain read of the held item: %v", err)
 	}
+	release()
 	wg.Wait()
 	if firstErr != nil {
 		t.Fatalf("the first transaction: %v", firstErr)
