@@ -262,13 +262,13 @@ func rtPart(ctx context.Context, o Options, w *strings.Builder) error {
 	fmt.Fprintf(w, "| delivery latency (ticket stamped → RT answered the create) | %s | %s |\n", ms(r.Latency.P50()), ms(r.Latency.P99()))
 	fmt.Fprintf(w, "| ticket stamped → delivery recorded (the created ticket checked) | %s | %s |\n\n", ms(r.Recorded.P50()), ms(r.Recorded.P99()))
 	perDelivery := func(run RTRun) float64 { return workerRequests(run.Requests, run.Created, run.Delivered) }
-	fmt.Fprintf(w, "Store requests, counted at the store: %s per created call in the clean run; RT requests through the proxy: %s creates and %s searches per delivered ticket (the check of the created ticket; no lookup, since no answer was ambiguous). In a second run of %d tickets the proxy loses every first create's answer after RT made the ticket: %s creates and %s searches per delivered ticket (the lookup that finds it, three request timeouts later; no second create), and %s store requests per delivered ticket (two attempts, each a lease, a read and a result: the first ends `queued` for the lookup).\n\n",
+	fmt.Fprintf(w, "Store requests, counted at the store: %s per created call in the clean run; RT requests through the proxy: %s creates and %s searches per delivered ticket (the check of the created ticket; no lookup, since no answer was ambiguous). In a second run of %d tickets the proxy loses every first create's answer after RT made the ticket: %s creates and %s searches per delivered ticket (the lookup that finds it, three request timeouts later; no second create), and %s store requests per delivered ticket (two attempts: the first a lease, a read, the user's record, the mark and a result, ending `queued` for the lookup; the second a lease, a read and a result, since a lookup sends nothing).\n\n",
 		Describe(r.Clean.Requests, r.Clean.Created), ftoa(float64(r.Clean.Creates)/float64(r.Clean.Delivered), 2), ftoa(float64(r.Clean.Searches)/float64(r.Clean.Delivered), 2),
 		r.Lost.Created, ftoa(float64(r.Lost.Creates)/float64(r.Lost.Delivered), 2), ftoa(float64(r.Lost.Searches)/float64(r.Lost.Delivered), 2), ftoa(perDelivery(r.Lost), 2))
 	slack := r.Latency.P50() - r.Create.P50()
 	target(w, "RT: delivery latency p50 − RT's own create p50", ms(slack), "≤ 100 ms", slack <= 100*time.Millisecond)
 	clean := perDelivery(r.Clean)
-	target(w, "RT: store requests per delivery (lease, ticket read, mark, result)", ftoa(clean, 2), "≤ 4", clean <= 4)
+	target(w, "RT: store requests per delivery (lease, ticket read, user read, mark, result)", ftoa(clean, 2), "≤ 5 (4 before the user's record is read before a create)", clean <= 5)
 	lookups := float64(r.Clean.Searches-r.Clean.Creates) / float64(r.Clean.Delivered)
 	target(w, "RT: lookups per delivery without an ambiguous answer (searches beyond the created ticket's check)", ftoa(lookups, 2), "0", lookups == 0)
 	lostLookups := float64(r.Lost.Searches) / float64(r.Lost.Delivered)
