@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,14 +82,29 @@ func send(t *testing.T, c *httpsend.Client, req *http.Request) (httpsend.Answer,
 	return a, f
 }
 
-func TestSendFailures(t *testing.T) {
-	// A port nothing listens on: take one, then give it back.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// boundNotListening returns a loopback address whose port this test holds
+// bound but never listens on, so a connection to it is refused for the
+// whole test: no other process can take the port in the meantime, as it
+// could one picked and given back.
+func boundNotListening(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused := "http://" + ln.Addr().String()
-	_ = ln.Close()
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+}
+
+func TestSendFailures(t *testing.T) {
+	refused := "http://" + boundNotListening(t)
 
 	resetAfterRead := rawServer(t, func(c net.Conn) {
 		_ = readRequest(c)
