@@ -566,14 +566,16 @@ func edgeParams(extra map[string]string) map[string]string {
 
 // callbackTableGrants are the callback's grants on the table, each
 // conditioned on the partition keys (dynamodb:LeadingKeys) of the items
-// it is for: it writes operations and tickets and reads them and users;
-// an inline first attempt updates tickets.
+// it is for: it puts operations, inserts tickets by UpdateItem and reads
+// them and users; an inline first attempt updates tickets' deliveries.
 func callbackTableGrants(inline bool) map[samtest.Grant]bool {
 	const table = "getatt:Table.Arn"
 	out := map[samtest.Grant]bool{
-		// A create's items only: never an audit entry.
-		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*,ticket#*", Attrs: strings.Join(dynamo.CreateAttributes(), ",")}: true,
-		{Action: "dynamodb:GetItem", Resource: table, Keys: "op#*,ticket#*,user#*"}:                                               true,
+		// A create's items only: never an audit entry, never the
+		// delivery's state, and a ticket never Put (replaced whole).
+		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*", Attrs: strings.Join(dynamo.CreateAttributes(), ",")}:        true,
+		{Action: "dynamodb:UpdateItem", Resource: table, Keys: "ticket#*", Attrs: strings.Join(dynamo.CreateAttributes(), ",")}: true,
+		{Action: "dynamodb:GetItem", Resource: table, Keys: "op#*,ticket#*,user#*"}:                                             true,
 		// The request item, recorded with the create, for the outcome read.
 		{Action: "dynamodb:UpdateItem", Resource: table, Keys: "request#*", Attrs: strings.Join(dynamo.RequestAttributes(), ",")}: true,
 	}
@@ -1066,4 +1068,45 @@ func TestTemplateRetentionIsTheCodes(t *testing.T) {
 		t.Errorf("config's bounds are %s to %s: update the Retention pattern and its ConstraintDescription", min, max)
 	}
 	t.Logf("%d of %d candidates deploy", accepted, len(candidates))
+}
+
+// TestTemplateCallbackCannotReplaceATicket: the internet-facing
+// function's role, as deployed, cannot replace a ticket whole (a PutItem
+// with only its key and a queued delivery would erase a settled ticket's
+// audit and deliver it again), delete one, write an audit entry, or name
+// the delivery's state; with inline first attempts, which are off by
+// default, it may write the state as the worker does (SECURITY.md), never
+// the audit.
+func TestTemplateCallbackCannotReplaceATicket(t *testing.T) {
+	const table, key = "getatt:Table.Arn", "ticket#00000000-0000-4000-8000-0000000000a1"
+	create := strings.Join(dynamo.CreateAttributes(), ",")
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		inline bool
+	}{
+		{"defaults", nil, false},
+		{"destination", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL}, false},
+		{"destination, inline attempts", map[string]string{"Destination": "webhook", "DestinationUrl": webhookURL, "DeliveryInlineTimeout": "2s", "DestinationSecretArn": existingDestSecret}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			role := samtest.Grants(allowed(t, deploy(t, tc.params)))
+			for _, c := range []struct {
+				what string
+				req  samtest.Grant
+				ok   bool
+			}{
+				{"a ticket replaced by its key and a queued delivery", samtest.Grant{Action: "dynamodb:PutItem", Resource: table, Key: key, Attrs: "attn_due,attn_shard,delivery,pk"}, false},
+				{"a ticket replaced by a create's attributes", samtest.Grant{Action: "dynamodb:PutItem", Resource: table, Key: key, Attrs: create}, false},
+				{"a ticket deleted", samtest.Grant{Action: "dynamodb:DeleteItem", Resource: table, Key: key}, false},
+				{"an audit entry written or erased", samtest.Grant{Action: "dynamodb:UpdateItem", Resource: table, Key: key, Attrs: "audit,pk", Returns: "NONE"}, false},
+				{"a delivery's state written or erased", samtest.Grant{Action: "dynamodb:UpdateItem", Resource: table, Key: key, Attrs: "delivery,pk", Returns: "NONE"}, tc.inline},
+				{"a ticket inserted as a create does", samtest.Grant{Action: "dynamodb:UpdateItem", Resource: table, Key: key, Attrs: create}, true},
+			} {
+				if g, ok := samtest.Permits(role, c.req); ok != c.ok {
+					t.Errorf("%s (%s): allowed = %v (by %s), want %v", c.what, c.req, ok, g, c.ok)
+				}
+			}
+		})
+	}
 }

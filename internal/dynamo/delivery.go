@@ -102,9 +102,19 @@ func inAttention(r *delivery.Record) delivery.State {
 	return ""
 }
 
-// addDelivery writes the delivery of a new ticket into its item.
+// queuedCondition holds when a ticket's delivery is queued (#d =
+// attrDelivery, #att = attrAttempts, :queued = delivery.Queued): in the
+// state attribute, or, for a new ticket, by its absence beside the
+// attempt count every delivery has from its create (addDelivery). The create never writes the state (addDelivery): the
+// callback's role may not name it (CreateAttributes), so that the
+// internet-facing function can neither queue again a delivery that has
+// moved on nor erase one (a REMOVE names the attribute too). The first
+// Lease writes it.
+const queuedCondition = "(#d = :queued OR (attribute_not_exists(#d) AND attribute_exists(#att)))"
+
+// addDelivery writes the delivery of a new ticket into its item: queued by
+// the absence of its state (queuedCondition).
 func addDelivery(item map[string]types.AttributeValue, r *delivery.Record) {
-	item[attrDelivery] = strAV(string(r.State))
 	item[attrDest] = strAV(r.Destination)
 	item[attrDestKey] = strAV(r.Key)
 	item[attrAttempts] = numAV(int64(r.Attempts))
@@ -151,12 +161,18 @@ func (d *decoder) boolean(name string) bool {
 // decodeDelivery reads the delivery of a ticket item; nil when the ticket
 // has none (it was created without a destination).
 func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, error) {
-	if _, ok := item[attrDelivery]; !ok {
+	state := delivery.Queued // a new ticket's (queuedCondition)
+	if _, ok := item[attrDelivery]; ok {
+		state = ""
+	} else if _, ok := item[attrDest]; !ok {
 		return nil, nil
 	}
 	d := decoder{item: item}
+	if state == "" {
+		state = delivery.State(d.str(attrDelivery, true))
+	}
 	r := &delivery.Record{
-		State:       delivery.State(d.str(attrDelivery, true)),
+		State:       state,
 		Destination: d.str(attrDest, false),
 		Key:         d.str(attrDestKey, false),
 		Attempts:    int(d.num(attrAttempts)),
@@ -226,9 +242,10 @@ func (s *Store) Lease(ctx context.Context, id string, l delivery.Lease) (ticket.
 		// not a bar to the stream's first attempt); or left by an attempt
 		// whose lease ended without a result (its worker died): taken
 		// over at once, as maybe sent.
-		ConditionExpression: aws.String("#d = :queued AND (attribute_not_exists(#lu) OR #lu < :now) AND " +
+		ConditionExpression: aws.String(queuedCondition + " AND (attribute_not_exists(#lu) OR #lu < :now) AND " +
 			"(attribute_not_exists(#na) OR #na <= :now OR #att = :zero OR (attribute_exists(#lo) AND #lo <> :none))"),
-		UpdateExpression: aws.String("SET #plo = if_not_exists(#lo, :none), #plu = if_not_exists(#lu, :zero), " +
+		// The first lease writes the state a new ticket lacks.
+		UpdateExpression: aws.String("SET #d = if_not_exists(#d, :queued), #plo = if_not_exists(#lo, :none), #plu = if_not_exists(#lu, :zero), " +
 			"#psnd = if_not_exists(#snd, :unknown), #snd = if_not_exists(#snd, :none), " +
 			"#lo = :owner, #lu = :until, #att = if_not_exists(#att, :zero) + :one, #fs = if_not_exists(#fs, :now), #dv = if_not_exists(#dv, :zero) + :one"),
 		ExpressionAttributeNames: map[string]string{

@@ -21,7 +21,7 @@ const ActionRecover = "recover"
 // strandedCondition selects a delivery no sweep would take up: queued, not
 // listed in AttentionIndex nor in LegacyAttentionIndex (whose entries the
 // sweep relists), held by no live lease.
-const strandedCondition = "#d = :queued AND attribute_not_exists(#ash) AND attribute_not_exists(#attn) AND (attribute_not_exists(#lu) OR #lu < :now)"
+const strandedCondition = queuedCondition + " AND attribute_not_exists(#ash) AND attribute_not_exists(#attn) AND (attribute_not_exists(#lu) OR #lu < :now)"
 
 // Stranded returns the ids of tickets whose delivery has been queued since
 // before before and that no sweep will take up (see strandedCondition): a
@@ -40,7 +40,7 @@ func (a *Admin) Stranded(ctx context.Context, before, now time.Time) ([]string, 
 			FilterExpression:     aws.String(strandedCondition + " AND #since < :before"),
 			ProjectionExpression: aws.String("#pk"),
 			ExpressionAttributeNames: map[string]string{
-				"#pk": PartitionKey, "#d": attrDelivery, "#ash": attrAttention, "#attn": attrLegacyAttention, "#lu": attrLeaseUntil, "#since": attrSince,
+				"#pk": PartitionKey, "#d": attrDelivery, "#att": attrAttempts, "#ash": attrAttention, "#attn": attrLegacyAttention, "#lu": attrLeaseUntil, "#since": attrSince,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":queued": strAV(string(delivery.Queued)), ":now": msAV(now), ":before": msAV(before),
@@ -87,7 +87,7 @@ func (a *Admin) Reschedule(ctx context.Context, id string, by delivery.Actor, no
 		ConditionExpression: aws.String(strandedCondition),
 		UpdateExpression:    aws.String("SET #ash = :ash, #adue = :adue, #na = :now, #dv = #dv + :one, #audit = list_append(if_not_exists(#audit, :empty), :entry)"),
 		ExpressionAttributeNames: map[string]string{
-			"#d": attrDelivery, "#ash": attrAttention, "#adue": attrAttentionDue, "#attn": attrLegacyAttention, "#lu": attrLeaseUntil,
+			"#d": attrDelivery, "#att": attrAttempts, "#ash": attrAttention, "#adue": attrAttentionDue, "#attn": attrLegacyAttention, "#lu": attrLeaseUntil,
 			"#na": attrNextAt, "#dv": attrVersion, "#audit": attrAudit,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{

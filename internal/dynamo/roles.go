@@ -2,18 +2,22 @@ package dynamo
 
 import "slices"
 
-// CreateAttributes returns the attributes the create transaction's Puts
-// name (Store.CreateInput: the operation item, the ticket item and a new
-// delivery), sorted. The callback's role limits its PutItem to these
-// (dynamodb:Attributes, template.yaml): never the audit of a person's
-// decision (attrAudit) nor what only a decision or an attempt records
-// (the helpdesk's id and URL, the lease, the reason), so that the
-// internet-facing function cannot write an audit entry.
+// CreateAttributes returns the attributes the create transaction names
+// for its operation and its ticket (Store.CreateInput: the operation's Put
+// and the ticket's Update, with a new delivery), sorted. The callback's
+// role limits its PutItem of operations and its UpdateItem of tickets to
+// these (dynamodb:Attributes, template.yaml), and has no PutItem of
+// tickets, which would replace one whole: never the audit of a person's
+// decision (attrAudit), never the delivery's state (attrDelivery: a new
+// ticket is queued by its absence, queuedCondition), nor what only a
+// decision or an attempt records (the helpdesk's id and URL, the lease,
+// the reason). So the internet-facing function can neither write or erase
+// an audit entry nor queue again a delivery that has moved on.
 func CreateAttributes() []string {
 	a := []string{
 		PartitionKey, TTLAttribute, attrKind, attrUserID, attrTenant, attrFunction, attrState, attrFingerprint,
 		attrCreatedAt, attrTicketID, attrResult, attrTitle, attrDescription, attrPriority, attrTags, attrOpKey,
-		attrRequestID, attrLookup, attrLookupSort, attrDelivery, attrDest, attrDestKey, attrAttempts, attrSince,
+		attrRequestID, attrLookup, attrLookupSort, attrDest, attrDestKey, attrAttempts, attrSince,
 		attrVersion, attrAttention, attrAttentionDue, attrNextAt, attrUserVer,
 	}
 	slices.Sort(a)

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
-// TestCreateAttributesCoverTheCreate: every attribute a create's Puts name
-// (items and expressions, a ticket with every field, a result and a queued
-// delivery) is one of dynamo.CreateAttributes, which the callback's role
-// is limited to; and those never include the audit or what only a
-// decision or an attempt records.
+// TestCreateAttributesCoverTheCreate: every attribute a create names for
+// its operation and its ticket (the operation's Put, the ticket's Update:
+// items, keys and expressions, a ticket with every field, a result and a
+// new delivery) is one of dynamo.CreateAttributes, which the callback's
+// role is limited to; the ticket is never Put (a PutItem replaces an item
+// whole, audit and all); and those never include the audit, the
+// delivery's state or what only a decision or an attempt records.
 func TestCreateAttributesCoverTheCreate(t *testing.T) {
 	f := newFixture(t, nil)
 	allowed := dynamo.CreateAttributes()
@@ -26,29 +29,39 @@ func TestCreateAttributesCoverTheCreate(t *testing.T) {
 	tk := ticket.Ticket{ID: id, Tenant: "tenant-a", UserID: "user-a", Title: "t", Description: "d", Priority: "high", Tags: []string{"x"},
 		RequestID: "req-1", OperationKey: rec.Key, CreatedAt: t0}
 	out := &delivery.Record{State: delivery.Queued, Destination: "webhook", Key: delivery.Key(rec.Key, id), Since: t0, NextAt: t0, Version: 1}
-	puts := 0
+	var kinds []string
 	for _, it := range f.store.CreateInput(rec, tk, out, t0).TransactItems {
-		if it.Put == nil {
-			continue
-		}
-		puts++
 		var named []string
-		for n := range it.Put.Item {
-			named = append(named, n)
-		}
-		for _, n := range it.Put.ExpressionAttributeNames {
-			named = append(named, n)
+		switch {
+		case it.Put != nil:
+			kinds = append(kinds, "Put "+strings.SplitN(pkOf(it.Put.Item), "#", 2)[0])
+			for n := range it.Put.Item {
+				named = append(named, n)
+			}
+			for _, n := range it.Put.ExpressionAttributeNames {
+				named = append(named, n)
+			}
+		case it.Update != nil && strings.HasPrefix(pkOf(it.Update.Key), "ticket#"):
+			kinds = append(kinds, "Update ticket")
+			for n := range it.Update.Key {
+				named = append(named, n)
+			}
+			for _, n := range it.Update.ExpressionAttributeNames {
+				named = append(named, n)
+			}
+		default:
+			continue // the request item's Update: TestRequestAttributesCoverTheUpdate
 		}
 		for _, n := range named {
 			if !slices.Contains(allowed, n) {
-				t.Errorf("a create's Put names %q, which dynamo.CreateAttributes (the callback's dynamodb:Attributes) lacks", n)
+				t.Errorf("a create names %q, which dynamo.CreateAttributes (the callback's dynamodb:Attributes) lacks", n)
 			}
 		}
 	}
-	if puts != 2 {
-		t.Fatalf("%d Puts, want the operation and the ticket", puts)
+	if want := []string{"Put op", "Update ticket"}; !slices.Equal(kinds, want) {
+		t.Fatalf("the create writes %q, want %q", kinds, want)
 	}
-	for _, never := range []string{"audit", "dest_id", "dest_url", "delivered_at", "lease_owner", "lease_until", "reason", "maybe_sent"} {
+	for _, never := range []string{"audit", "delivery", "dest_id", "dest_url", "delivered_at", "lease_owner", "lease_until", "reason", "maybe_sent"} {
 		if slices.Contains(allowed, never) {
 			t.Errorf("dynamo.CreateAttributes lets the callback write %q", never)
 		}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,8 +176,9 @@ const (
 	itemRequest
 )
 
-// CreateInput is the one request Create sends: the operation Put, the
-// ticket Put and the request item's Update, with now deciding whether an existing claim has expired.
+// CreateInput is the one request Create sends: the operation's Put, the
+// ticket's insert and the request item's Update, with now deciding whether
+// an existing claim has expired.
 // Benchmarks send it with the bare SDK client to measure the store's own
 // floor.
 func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delivery.Record, now time.Time) *dynamodb.TransactWriteItemsInput {
@@ -197,18 +201,41 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 				ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numAV(now.Unix())},
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			}},
-			itemTicket: {Put: &types.Put{
-				TableName:                &s.table,
-				Item:                     tk,
-				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
-			}},
+			itemTicket: {Update: insertUpdate(&s.table, tk)},
 		},
 	}
 	if t.RequestID != "" {
 		in.TransactItems = append(in.TransactItems, types.TransactWriteItem{Update: s.requestUpdate(rec, t.RequestID)})
 	}
 	return in
+}
+
+// insertUpdate is the Update that writes item as a new item, and is
+// refused when its key holds one already: a Put with that condition
+// writes the same, but PutItem replaces an item whole, and a role that may
+// put a ticket could erase its audit and state. UpdateItem names every
+// attribute it touches, so the callback's role can be held to a create's
+// (CreateAttributes).
+func insertUpdate(table *string, item map[string]types.AttributeValue) *types.Update {
+	names := map[string]string{"#pk": PartitionKey}
+	values := make(map[string]types.AttributeValue, len(item))
+	set := make([]string, 0, len(item))
+	for i, n := range slices.Sorted(maps.Keys(item)) {
+		if n == PartitionKey {
+			continue
+		}
+		name, value := "#a"+strconv.Itoa(i), ":a"+strconv.Itoa(i)
+		names[name], values[value] = n, item[n]
+		set = append(set, name+" = "+value)
+	}
+	return &types.Update{
+		TableName:                 table,
+		Key:                       map[string]types.AttributeValue{PartitionKey: item[PartitionKey]},
+		ConditionExpression:       aws.String("attribute_not_exists(#pk)"),
+		UpdateExpression:          aws.String("SET " + strings.Join(set, ", ")),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}
 }
 
 // claimed returns the live record holding key: the one DynamoDB returned

@@ -84,7 +84,7 @@ func record(id string, seq int) events.DynamoDBEventRecord {
 		EventName: "INSERT", EventSource: "aws:dynamodb", EventID: fmt.Sprint("e-", seq),
 		Change: events.DynamoDBStreamRecord{
 			Keys:           map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("ticket#" + id)},
-			NewImage:       map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("ticket#" + id), "delivery": events.NewStringAttribute("queued")},
+			NewImage:       map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("ticket#" + id), "dest": events.NewStringAttribute("webhook")},
 			SequenceNumber: fmt.Sprint(1000 + seq),
 			StreamViewType: "NEW_IMAGE",
 		},

@@ -69,7 +69,7 @@ func (f *fixture) put(t *testing.T, pk string, queued bool) {
 	t.Helper()
 	item := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}
 	if queued {
-		item["delivery"] = &types.AttributeValueMemberS{Value: "queued"}
+		item["dest"] = &types.AttributeValueMemberS{Value: "webhook"}
 	}
 	if _, err := f.env.Client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(f.env.Table), Item: item}); err != nil {
 		t.Fatal(err)
