@@ -161,7 +161,8 @@ func (a *Admin) batchGet(ctx context.Context, keys []string) (map[string]map[str
 			chunk[i] = pk(k)
 		}
 		keys = keys[n:]
-		for attempt := 1; len(chunk) > 0; attempt++ {
+		var b budget
+		for len(chunk) > 0 {
 			in := &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 				a.table: {Keys: chunk, ConsistentRead: aws.Bool(true)},
 			}}
@@ -182,7 +183,7 @@ func (a *Admin) batchGet(ctx context.Context, keys []string) (map[string]map[str
 			if len(chunk) > 0 {
 				// DynamoDB hands back keys it had no capacity for: that is
 				// throttling, with the same budget as any other.
-				if err := a.store.backoff(ctx, attempt, &types.ProvisionedThroughputExceededException{}); err != nil {
+				if err := a.store.backoff(ctx, &b, &types.ProvisionedThroughputExceededException{}); err != nil {
 					return nil, err
 				}
 			}

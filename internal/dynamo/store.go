@@ -37,8 +37,9 @@ type API interface {
 
 // Retry budget of store calls.
 const (
-	// MaxAttempts is how many times one store call is tried in all when it
-	// fails for a server fault or a lost connection.
+	// MaxAttempts is how many server faults and lost connections one store
+	// call meets before it gives up; attempts that met contention or
+	// throttling do not count (MaxBusyAttempts bounds those).
 	MaxAttempts = 3
 	// BaseBackoff is the upper bound of the first randomized wait; each
 	// later wait doubles it, up to MaxBackoff (exponential backoff with
@@ -125,7 +126,8 @@ func Sleep(ctx context.Context, d time.Duration) error {
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (holder idempotency.Record, taken bool, err error) {
 	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
-	for attempt := 1; ; attempt++ {
+	var b budget
+	for {
 		_, err := s.api.TransactWriteItems(ctx, in)
 		if err == nil {
 			return idempotency.Record{}, false, nil
@@ -157,7 +159,7 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 		} else if !retryable(err) {
 			return idempotency.Record{}, false, classify(err)
 		}
-		if err := s.backoff(ctx, attempt, err); err != nil {
+		if err := s.backoff(ctx, &b, err); err != nil {
 			return idempotency.Record{}, false, err
 		}
 	}
@@ -377,7 +379,8 @@ func (s *Store) get(ctx context.Context, key map[string]types.AttributeValue) (m
 
 // retry runs call until it succeeds, fails for good, or the budget is spent.
 func (s *Store) retry(ctx context.Context, call func() error) error {
-	for attempt := 1; ; attempt++ {
+	var b budget
+	for {
 		err := call()
 		if err == nil {
 			return nil
@@ -385,16 +388,29 @@ func (s *Store) retry(ctx context.Context, call func() error) error {
 		if !retryable(err) {
 			return classify(err)
 		}
-		if err := s.backoff(ctx, attempt, err); err != nil {
+		if err := s.backoff(ctx, &b, err); err != nil {
 			return err
 		}
 	}
 }
 
-// backoff waits before attempt+1. When the budget or the context's time is
-// spent it returns the final error: ErrBusy if the store was contended or
-// throttling (retrying later will work), the sanitized cause otherwise.
-func (s *Store) backoff(ctx context.Context, attempt int, cause error) error {
+// budget counts the failed attempts of one store call: all of them, which
+// set the wait, and the server faults and lost connections among them,
+// which MaxAttempts bounds. Contention does not spend the faults' budget:
+// a write that met conflicts and then lost its answer after it applied is
+// still tried again, and finds its own effect.
+type budget struct{ attempts, faults int }
+
+// backoff counts the failed attempt b and waits before the next. When the
+// budget or the context's time is spent it returns the final error:
+// ErrBusy if the store was contended or throttling (retrying later will
+// work), the sanitized cause otherwise.
+func (s *Store) backoff(ctx context.Context, b *budget, cause error) error {
+	b.attempts++
+	if !busy(cause) {
+		b.faults++
+	}
+	attempt := b.attempts
 	spent := func() error {
 		if busy(cause) || ctx.Err() != nil {
 			return idempotency.ErrBusy
@@ -402,14 +418,14 @@ func (s *Store) backoff(ctx context.Context, attempt int, cause error) error {
 		return sanitize(cause)
 	}
 	dl, hasDeadline := ctx.Deadline()
-	limit := MaxAttempts
+	limit, spentSoFar := MaxAttempts, b.faults
 	if busy(cause) {
-		limit = MaxBusyAttempts
+		limit, spentSoFar = MaxBusyAttempts, attempt
 		if hasDeadline {
 			limit = math.MaxInt
 		}
 	}
-	if attempt >= limit || ctx.Err() != nil {
+	if spentSoFar >= limit || ctx.Err() != nil {
 		s.logAttempt(ctx, attempt, cause, -1)
 		return spent()
 	}

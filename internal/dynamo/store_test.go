@@ -345,6 +345,26 @@ func TestLostResponseAfterCommitIsRecovered(t *testing.T) {
 	}
 }
 
+// TestLostAnswerAfterConflictsIsRecovered: a create that met
+// contention twice, then committed and lost its answer, still recognizes
+// its own claim: the attempts spent on conflicts do not count against the
+// budget for server faults, so one lost answer is always followed by the
+// retry that finds it.
+func TestLostAnswerAfterConflictsIsRecovered(t *testing.T) {
+	f, proxy := newProxied(t)
+	conflict := dynamotest.Fault{Error: "TransactionCanceledException", Reasons: []string{"TransactionConflict", "None"}}
+	proxy.Inject("TransactWriteItems", conflict, conflict, dynamotest.Fault{AfterCommit: true})
+	rec, tk := f.claim("k1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if existing, taken, err := f.store.Create(ctx, rec, tk, nil); err != nil || taken {
+		t.Fatalf("Create = %+v, %v; want the call's own claim reported as created", existing, err)
+	}
+	if n := f.env.Count(t, "ticket"); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
 // TestReadTicketIsOneConsistentRead: a ticket and its delivery, one
 // strongly consistent GetItem; nil for a ticket that is not there.
 func TestReadTicketIsOneConsistentRead(t *testing.T) {
