@@ -109,7 +109,7 @@ func inAttention(r *delivery.Record) delivery.State {
 // callback's role may not name it (CreateAttributes), so that the
 // internet-facing function can neither queue again a delivery that has
 // moved on nor erase one (a REMOVE names the attribute too). The first
-// Lease writes it.
+// attempt's result (Finish) writes it.
 const queuedCondition = "(#d = :queued OR (attribute_not_exists(#d) AND attribute_exists(#att)))"
 
 // addDelivery writes the delivery of a new ticket into its item: queued by
@@ -244,8 +244,11 @@ func (s *Store) Lease(ctx context.Context, id string, l delivery.Lease) (ticket.
 		// over at once, as maybe sent.
 		ConditionExpression: aws.String(queuedCondition + " AND (attribute_not_exists(#lu) OR #lu < :now) AND " +
 			"(attribute_not_exists(#na) OR #na <= :now OR #att = :zero OR (attribute_exists(#lo) AND #lo <> :none))"),
-		// The first lease writes the state a new ticket lacks.
-		UpdateExpression: aws.String("SET #d = if_not_exists(#d, :queued), #plo = if_not_exists(#lo, :none), #plu = if_not_exists(#lu, :zero), " +
+		// The state a new ticket lacks stays absent (queuedCondition)
+		// until the attempt's result writes it: the state is projected
+		// into the attention index, and writing it here would cost an
+		// index write per first attempt.
+		UpdateExpression: aws.String("SET #plo = if_not_exists(#lo, :none), #plu = if_not_exists(#lu, :zero), " +
 			"#psnd = if_not_exists(#snd, :unknown), #snd = if_not_exists(#snd, :none), " +
 			"#lo = :owner, #lu = :until, #att = if_not_exists(#att, :zero) + :one, #fs = if_not_exists(#fs, :now), #dv = if_not_exists(#dv, :zero) + :one"),
 		ExpressionAttributeNames: map[string]string{
@@ -498,10 +501,10 @@ func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error
 	err := s.retry(ctx, func() error {
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: ticketKey(id),
-			ConditionExpression: aws.String("#d = :queued AND #lo = :owner"),
+			ConditionExpression: aws.String(queuedCondition + " AND #lo = :owner"),
 			UpdateExpression:    aws.String("SET #na = :at, #ash = :ash, #adue = :adue, #dv = #dv + :one REMOVE #attn, #attnat"),
 			ExpressionAttributeNames: map[string]string{
-				"#d": attrDelivery, "#lo": attrLeaseOwner, "#na": attrNextAt,
+				"#d": attrDelivery, "#att": attrAttempts, "#lo": attrLeaseOwner, "#na": attrNextAt,
 				"#ash": attrAttention, "#adue": attrAttentionDue, "#dv": attrVersion,
 				"#attn": attrLegacyAttention, "#attnat": attrLegacyAttentionAt,
 			},
