@@ -373,3 +373,45 @@ func params(ft *ast.FuncType) int {
 	}
 	return n
 }
+
+// TestBothMainsAssembleOneServer: the Lambda function and the local
+// server each build what they serve with one call of app.Server, given
+// everything at construction: neither builds the router (httpapi.New) or
+// the handler (app.Handler) itself, nor sets a field of either afterwards.
+func TestBothMainsAssembleOneServer(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, name := range []string{"../functions/callback/main.go", "../cmd/oncecall/main.go"} {
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := map[string]int{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+					if pkg, ok := sel.X.(*ast.Ident); ok {
+						calls[pkg.Name+"."+sel.Sel.Name]++
+					}
+				}
+			case *ast.AssignStmt:
+				for _, l := range n.Lhs {
+					if sel, ok := l.(*ast.SelectorExpr); ok {
+						if id, ok := sel.X.(*ast.Ident); ok && (id.Name == "api" || id.Name == "h") {
+							t.Errorf("%s: %s.%s is set after construction", fset.Position(l.Pos()), id.Name, sel.Sel.Name)
+						}
+					}
+				}
+			}
+			return true
+		})
+		if calls["app.Server"] != 1 {
+			t.Errorf("%s calls app.Server %d times, want once", name, calls["app.Server"])
+		}
+		for _, c := range []string{"httpapi.New", "app.Handler", "app.MCPOptions"} {
+			if calls[c] != 0 {
+				t.Errorf("%s calls %s itself; app.Server does", name, c)
+			}
+		}
+	}
+}

@@ -76,7 +76,7 @@ func newDesk(t *testing.T) *desk {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(h, ""))
+	srv := httptest.NewServer(httpapi.New(h, httpapi.Options{}))
 	t.Cleanup(func() { srv.Client().CloseIdleConnections(); srv.Close() })
 	n, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
 	if err != nil {

@@ -305,7 +305,7 @@ func quickStartTicket(t *testing.T, env *dynamotest.Env, store *dynamo.Store) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(h, ""))
+	srv := httptest.NewServer(httpapi.New(h, httpapi.Options{}))
 	t.Cleanup(srv.Close)
 	n, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
 	if err != nil {

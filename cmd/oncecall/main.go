@@ -227,32 +227,33 @@ func run(addr, dbAddr, hdAddr string) error {
 		defer func() { stopDelivery(); wait() }()
 		logger.Info("delivering tickets", "destination", cfg.Delivery.Destination, "capabilities", fmt.Sprintf("%+v", w.Destination.Capabilities()))
 	}
-	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w))
-	if err != nil {
-		return err
-	}
 	// Listen before logging, so that the log names the real address even
 	// for ":0" (tests and the stress run ask for any free port).
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return startError("the callback", addr, "-addr", "ADDR", "", err)
 	}
+	defer func() { _ = ln.Close() }() // a refusal below; Shutdown closes it otherwise
 	serving := "http://" + ln.Addr().String()
 	if !loopback(ln.Addr()) {
 		demo := cfg.HookKey == localdb.DemoHookKey
 		logger.Warn("serving beyond this machine: every host that reaches this address can call /callback, /functions and /mcp",
 			"addr", ln.Addr().String(), "public_demo_hook_key", demo, "mcp_token", cfg.MCPToken != "")
 	}
-	api := httpapi.New(h, cfg.PublicURL)
-	api.MCP = app.MCP(cfg, h)
-	// A web page the operator visits can reach loopback: the server
-	// refuses cross-origin requests, and on loopback foreign Host names.
-	api.Local, api.LoopbackHost = true, loopback(ln.Addr())
 	key, err := outcomeKey(os.Getenv)
 	if err != nil {
 		return err
 	}
-	api.Outcome = app.Outcome(cfg, store, logger, key)
+	// A web page the operator visits can reach loopback: the server
+	// refuses cross-origin requests, and on loopback foreign Host names.
+	api, err := app.Server(cfg, store, logger, app.ServerOptions{
+		Outbox: app.Outbox(cfg, w),
+		Local:  true, LoopbackHost: loopback(ln.Addr()),
+		Outcome: app.Outcome(cfg, store, logger, key),
+	})
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: readHeaderTimeout,

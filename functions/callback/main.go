@@ -59,7 +59,7 @@ func router(ctx context.Context, getenv func(string) string, logger *slog.Logger
 		return nil, nil, err
 	}
 	if cfg, err = app.ResolveEdgeToken(ctx, awsCfg, cfg); err != nil {
-		fatal(err)
+		return nil, nil, err
 	}
 	store := app.Store(awsCfg, cfg, dynamo.WithLogger(logger))
 	// With a destination, new tickets are queued for it; the worker
@@ -74,20 +74,17 @@ func router(ctx context.Context, getenv func(string) string, logger *slog.Logger
 			return nil, nil, err
 		}
 	}
-	h, err := app.Handler(cfg, store, logger, app.Outbox(cfg, w))
-	if err != nil {
-		return nil, nil, err
-	}
+	o := app.ServerOptions{Outbox: app.Outbox(cfg, w)}
 	// Keys from the secret follow it: a rotation or a revocation reaches
 	// this container within secret.RefreshInterval.
 	if cfg.HookKeySecretARN != "" {
-		if h.Verifier, err = app.RotatingHookKeys(awsCfg, cfg, logger); err != nil {
+		if o.Verifier, err = app.RotatingHookKeys(awsCfg, cfg, logger); err != nil {
 			return nil, nil, err
 		}
 	}
-	api = httpapi.New(h, cfg.PublicURL)
-	api.MCP = app.MCP(cfg, h)
-	api.OriginToken = cfg.EdgeToken
+	if api, err = app.Server(cfg, store, logger, o); err != nil {
+		return nil, nil, err
+	}
 	// An inline first attempt's credentials, read once at the cold start
 	// above, follow their secret as the worker's do: a rotated helpdesk
 	// token reaches this container within secret.RefreshInterval, one

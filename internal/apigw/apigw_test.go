@@ -52,7 +52,8 @@ type fixture struct {
 	proxy *dynamotest.Proxy
 }
 
-func newFixture(t *testing.T) *fixture {
+// newFixture builds the fixture, its server with o's options when given.
+func newFixture(t *testing.T, o ...httpapi.Options) *fixture {
 	t.Helper()
 	env := dynamotest.New(t)
 	f := &fixture{env: env, proxy: dynamotest.NewProxy(t, env.Endpoint)}
@@ -66,7 +67,11 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.h = callback.NewHandler(v, f.store, nil)
-	f.api = httpapi.New(f.h, "")
+	var opts httpapi.Options
+	if len(o) > 0 {
+		opts = o[0]
+	}
+	f.api = httpapi.New(f.h, opts)
 	f.gw = apigw.New(f.api)
 	return f
 }

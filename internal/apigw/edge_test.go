@@ -13,9 +13,8 @@ import (
 // before anything is looked up or written, even with a valid nonce; one
 // that carries it is served.
 func TestOnlyThroughTheEdge(t *testing.T) {
-	f := newFixture(t)
 	token := strings.Repeat("e", 48)
-	f.api.OriginToken = token
+	f := newFixture(t, httpapi.Options{OriginToken: token})
 	body := []byte(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Printer"}},"context":{"externalUserId":"user-a","metadata":{"request_id":"edge-1"}}}`)
 	before := f.env.Requests.Load()
 	for name, h := range map[string]map[string]string{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/mcp"
 )
 
@@ -29,9 +30,8 @@ func mcpEvent(body string, headers map[string]string) events.APIGatewayV2HTTPReq
 // the callback: the token, a notification's 202, and one operation for a
 // create through /callback and its retry through /mcp.
 func TestMCPDoor(t *testing.T) {
-	f := newFixture(t)
 	const token = "lambda-token-0123456789"
-	f.api.MCP = mcp.New(f.h, mcp.Options{Token: token})
+	f := newFixture(t, httpapi.Options{MCP: mcp.Options{Token: token}})
 	auth := map[string]string{"authorization": "Bearer " + token, "mcp-protocol-version": "2025-11-25",
 		"content-type": "application/json", "accept": "application/json, text/event-stream"}
 	handle := func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {

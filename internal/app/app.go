@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/oncecall/oncecall/internal/config"
 	"github.com/oncecall/oncecall/internal/delivery"
 	"github.com/oncecall/oncecall/internal/dynamo"
+	"github.com/oncecall/oncecall/internal/httpapi"
 	"github.com/oncecall/oncecall/internal/mcp"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
@@ -46,23 +48,67 @@ func Store(awsCfg aws.Config, cfg config.Config, opts ...dynamo.Option) *dynamo.
 	return dynamo.New(dynamodb.NewFromConfig(awsCfg, dynamo.Options(cfg.Endpoint)), cfg.Table, opts...)
 }
 
-// Handler builds the callback handler for cfg over store. cfg.HookKey must
-// be set by now (from the environment or the secret). outbox, when not nil,
-// queues every new ticket for delivery (see Outbox).
-func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, outbox *delivery.Outbox) (*callback.Handler, error) {
-	previous := cfg.PreviousHookKey
-	if !cfg.PreviousHookKeyUntil.IsZero() && !time.Now().Before(cfg.PreviousHookKeyUntil) {
-		previous = "" // it has ended
-	}
-	v, err := nonce.NewVerifier(cfg.NonceMaxCost, cfg.HookKey, previous)
+// ServerOptions are what a main knows beyond its configuration.
+type ServerOptions struct {
+	// Outbox, when not nil, queues every new ticket for delivery (see
+	// Outbox).
+	Outbox *delivery.Outbox
+	// Verifier checks each call's nonce; nil checks it against cfg's hook
+	// keys as they are (RotatingHookKeys follows a secret instead).
+	Verifier callback.Authenticator
+	// Local, LoopbackHost and Outcome are httpapi.Options' (the local
+	// server's refusals, the outcome read on the same router).
+	Local, LoopbackHost bool
+	Outcome             http.Handler
+}
+
+// Server assembles the server both mains serve, the Lambda function
+// (functions/callback) and the local server (cmd/oncecall): the callback
+// handler for cfg over store, its MCP door and its routes, each given what
+// it needs at construction.
+func Server(cfg config.Config, store *dynamo.Store, logger *slog.Logger, o ServerOptions) (*httpapi.Server, error) {
+	h, err := handler(cfg, store, logger, o)
 	if err != nil {
 		return nil, err
+	}
+	return httpapi.New(h, httpapi.Options{
+		PublicURL:   cfg.PublicURL,
+		MCP:         MCPOptions(cfg),
+		OriginToken: cfg.EdgeToken,
+		Local:       o.Local, LoopbackHost: o.LoopbackHost,
+		Outcome: o.Outcome,
+	}), nil
+}
+
+// Handler builds the callback handler for cfg over store, checking nonces
+// against cfg's hook keys, which must be set by now (from the environment
+// or the secret). outbox, when not nil, queues every new ticket for
+// delivery (see Outbox). Server builds its own; tests that drive the
+// handler without the routes use this.
+func Handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, outbox *delivery.Outbox) (*callback.Handler, error) {
+	return handler(cfg, store, logger, ServerOptions{Outbox: outbox})
+}
+
+// handler is the callback handler of cfg over store, with o's outbox and
+// verifier.
+func handler(cfg config.Config, store *dynamo.Store, logger *slog.Logger, o ServerOptions) (*callback.Handler, error) {
+	v := o.Verifier
+	if v == nil {
+		previous := cfg.PreviousHookKey
+		if !cfg.PreviousHookKeyUntil.IsZero() && !time.Now().Before(cfg.PreviousHookKeyUntil) {
+			previous = "" // it has ended
+		}
+		nv, err := nonce.NewVerifier(cfg.NonceMaxCost, cfg.HookKey, previous)
+		if err != nil {
+			return nil, err
+		}
+		v = nv
 	}
 	h := callback.NewHandler(v, store, logger)
 	h.Policies = cfg.Policies
 	h.Retention = cfg.Retention
-	if outbox != nil {
-		h.Outbox = outbox
+	if o.Outbox != nil {
+		h.Outbox = o.Outbox
 	}
 	if cfg.Metrics {
 		// On Lambda, standard output goes to CloudWatch Logs, which turns
@@ -154,10 +200,11 @@ func ResolveHookKey(ctx context.Context, awsCfg aws.Config, cfg config.Config) (
 	return cfg, nil
 }
 
-// MCP builds the MCP door over h: the bearer token cfg gives (resolved by
-// ResolveMCPToken on AWS), open-world when tickets go on to a destination.
-func MCP(cfg config.Config, h *callback.Handler) *mcp.Handler {
-	return mcp.New(h, mcp.Options{Token: cfg.MCPToken, AllowedOrigins: cfg.MCPAllowedOrigins, OpenWorld: cfg.Delivery.Destination != ""})
+// MCPOptions are the MCP door's options for cfg: the bearer token it gives
+// (resolved by ResolveMCPToken on AWS), open-world when tickets go on to a
+// destination.
+func MCPOptions(cfg config.Config) mcp.Options {
+	return mcp.Options{Token: cfg.MCPToken, AllowedOrigins: cfg.MCPAllowedOrigins, OpenWorld: cfg.Delivery.Destination != ""}
 }
 
 // ResolveMCPToken fills cfg.MCPToken from Secrets Manager when cfg names a

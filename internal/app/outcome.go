@@ -26,5 +26,5 @@ func Outcome(cfg config.Config, store *dynamo.Store, logger *slog.Logger, key st
 // only (every other path is 404), behind the edge's token when cfg has one,
 // as every route is.
 func OutcomeAPI(cfg config.Config, store *dynamo.Store, logger *slog.Logger) *httpapi.Server {
-	return &httpapi.Server{Outcome: Outcome(cfg, store, logger, ""), OriginToken: cfg.EdgeToken}
+	return httpapi.New(nil, httpapi.Options{Outcome: Outcome(cfg, store, logger, ""), OriginToken: cfg.EdgeToken})
 }

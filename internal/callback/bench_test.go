@@ -55,7 +55,7 @@ func BenchmarkCallRefusesWrongKeyCost9(b *testing.B) {
 func BenchmarkHTTPRefusesCost31(b *testing.B) {
 	r := newRig(b)
 	r.h.Logger = nil
-	srv := httpapi.New(r.h, "")
+	srv := httpapi.New(r.h, httpapi.Options{})
 	body := create("user-a", "r-bench", signIn)
 	b.ReportAllocs()
 	for b.Loop() {

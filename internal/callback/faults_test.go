@@ -350,7 +350,7 @@ func TestFaultStoreUnreachable(t *testing.T) {
 // deadlineServer serves the rig's handler over HTTP with a request deadline
 // of d, as a Lambda invocation has one.
 func deadlineServer(t testing.TB, h *callback.Handler, d time.Duration) *httptest.Server {
-	inner := httpapi.New(h, "")
+	inner := httpapi.New(h, httpapi.Options{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx, cancel := context.WithTimeout(req.Context(), d)
 		defer cancel()
@@ -417,7 +417,7 @@ func TestFaultSlowStoreAnswersBeforeTheDeadline(t *testing.T) {
 // drops the connection instead of writing the answer: the process died
 // between the commit and the response.
 func abortingServer(t testing.TB, h *callback.Handler) *httptest.Server {
-	inner := httpapi.New(h, "")
+	inner := httpapi.New(h, httpapi.Options{})
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
 		inner.ServeHTTP(discard{http.Header{}}, req)
 		panic(http.ErrAbortHandler)
@@ -529,7 +529,7 @@ func (r *rig) restarted(t testing.TB) *rig {
 	}
 	r2.h = callback.NewHandler(v, r2.store, nil)
 	r2.h.Now = r2.clock
-	r2.srv = httptest.NewServer(httpapi.New(r2.h, ""))
+	r2.srv = httptest.NewServer(httpapi.New(r2.h, httpapi.Options{}))
 	t.Cleanup(r2.srv.Close)
 	return r2
 }

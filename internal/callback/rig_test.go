@@ -110,7 +110,7 @@ func newRig(t testing.TB, opts ...rigOption) *rig {
 	}
 	r.h = callback.NewHandler(v, r.store, logger)
 	r.h.Now = r.clock
-	var srv http.Handler = httpapi.New(r.h, "")
+	var srv http.Handler = httpapi.New(r.h, httpapi.Options{})
 	if r.timeout > 0 {
 		inner := srv
 		srv = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

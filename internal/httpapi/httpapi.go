@@ -37,15 +37,21 @@ const CodeEdgeOnly = "edge_only"
 
 // Server routes, limits, times and refuses every request to a
 // callback.Handler, whichever transport brought it: net/http locally,
-// API Gateway events on Lambda (package apigw adapts them to this).
+// API Gateway events on Lambda (package apigw adapts them to this). It is
+// configured once, by New, and not changed afterwards.
 type Server struct {
-	h *callback.Handler
+	h   *callback.Handler
+	mcp http.Handler
+	o   Options
+}
+
+// Options configure a Server.
+type Options struct {
 	// PublicURL is the base URL that listings name as the callback; ""
 	// means the request's own (BaseURL).
 	PublicURL string
-	// MCP serves POST /mcp over the same handler; New gives it one without
-	// a bearer token.
-	MCP http.Handler
+	// MCP configures the MCP door on POST /mcp, over the same handler.
+	MCP mcp.Options
 	// OriginToken, when set, must be the value of EdgeHeader: a request
 	// without it reached the API around the edge (and its rate limit), and
 	// is refused 403 before anything else is done.
@@ -71,9 +77,15 @@ const (
 // OutcomePath is the application's outcome read.
 const OutcomePath = outcome.Path
 
-// New returns a Server for h.
-func New(h *callback.Handler, publicURL string) *Server {
-	return &Server{h: h, PublicURL: strings.TrimRight(publicURL, "/"), MCP: mcp.New(h, mcp.Options{})}
+// New returns the Server of h with o. A nil h serves the outcome read
+// alone (its own Lambda function): every other route is 404.
+func New(h *callback.Handler, o Options) *Server {
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
+	s := &Server{h: h, o: o}
+	if h != nil {
+		s.mcp = mcp.New(h, o.MCP)
+	}
+	return s
 }
 
 type baseKey struct{}
@@ -96,7 +108,7 @@ func BaseURL(r *http.Request) string {
 
 // ServeHTTP routes POST /callback, GET /functions and POST /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.OriginToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(EdgeHeader)), []byte(s.OriginToken)) != 1 {
+	if s.o.OriginToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(EdgeHeader)), []byte(s.o.OriginToken)) != 1 {
 		write(w, protocol.Refuse(&protocol.RequestError{
 			Status:  http.StatusForbidden,
 			Code:    CodeEdgeOnly,
@@ -104,7 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}))
 		return
 	}
-	if s.Local {
+	if s.o.Local {
 		if msg := s.localRefusal(r); msg != "" {
 			code := CodeCrossOrigin
 			if strings.HasPrefix(msg, "Host") {
@@ -143,17 +155,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, http.MethodGet)
 			return
 		}
-		base := s.PublicURL
+		base := s.o.PublicURL
 		if base == "" {
 			base = BaseURL(r)
 		}
 		write(w, s.h.List(ctx, nonce(r.Header), base+CallbackPath))
 	case OutcomePath:
-		if s.Outcome == nil {
+		if s.o.Outcome == nil {
 			notFound(w)
 			return
 		}
-		s.Outcome.ServeHTTP(w, r.WithContext(ctx))
+		s.o.Outcome.ServeHTTP(w, r.WithContext(ctx))
 	case MCPPath:
 		// Stateless and JSON only: there is no SSE stream to GET and no
 		// session to DELETE.
@@ -162,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		s.MCP.ServeHTTP(w, r.WithContext(ctx))
+		s.mcp.ServeHTTP(w, r.WithContext(ctx))
 	default:
 		notFound(w)
 	}
@@ -202,7 +214,7 @@ func write(w http.ResponseWriter, a protocol.Answer) {
 
 // localRefusal says why the local server refuses r, "" when it does not.
 func (s *Server) localRefusal(r *http.Request) string {
-	if s.LoopbackHost && !loopbackHost(r.Host) && (s.PublicURL == "" || !strings.EqualFold(r.Host, hostOf(s.PublicURL))) {
+	if s.o.LoopbackHost && !loopbackHost(r.Host) && (s.o.PublicURL == "" || !strings.EqualFold(r.Host, hostOf(s.o.PublicURL))) {
 		return "Host " + canonjson.Clip(r.Host) + " is not this server's: the local server answers requests to a loopback name (localhost, 127.0.0.1, [::1]) or PUBLIC_URL's host only"
 	}
 	origin := r.Header.Get("Origin")

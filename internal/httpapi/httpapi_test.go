@@ -25,7 +25,7 @@ func server(t *testing.T, publicURL string) (*httptest.Server, string) {
 		t.Fatal(err)
 	}
 	h := callback.NewHandler(v, store, nil)
-	srv := httptest.NewServer(httpapi.New(h, publicURL))
+	srv := httptest.NewServer(httpapi.New(h, httpapi.Options{PublicURL: publicURL}))
 	t.Cleanup(srv.Close)
 	n, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)
 	if err != nil {
@@ -112,8 +112,7 @@ func TestLocalServerRefusesWebPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(callback.NewHandler(v, store, nil), "")
-	api.Local, api.LoopbackHost = true, true
+	api := httpapi.New(callback.NewHandler(v, store, nil), httpapi.Options{Local: true, LoopbackHost: true})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	n, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)

@@ -64,8 +64,7 @@ func newRig(t testing.TB, o mcp.Options) *rig {
 	}
 	logger := slog.New(slog.NewJSONHandler(r.logs, nil))
 	r.h = callback.NewHandler(v, r.store, logger)
-	api := httpapi.New(r.h, "")
-	api.MCP = mcp.New(r.h, o)
+	api := httpapi.New(r.h, httpapi.Options{MCP: o})
 	r.srv = httptest.NewServer(api)
 	t.Cleanup(r.srv.Close)
 	return r

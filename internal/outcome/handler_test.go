@@ -45,8 +45,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(callback.NewHandler(v, store, nil), "")
-	api.Outcome = &outcome.Handler{Reader: outcome.Reader{Store: store}, Key: key}
+	api := httpapi.New(callback.NewHandler(v, store, nil), httpapi.Options{Outcome: &outcome.Handler{Reader: outcome.Reader{Store: store}, Key: key}})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	n, err := nonce.Generate(localdb.DemoHookKey, nonce.MinCost)

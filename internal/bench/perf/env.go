@@ -168,7 +168,7 @@ func startWrappedService(ctx context.Context, cfg config.Config, withOutbox outb
 		stop()
 		return nil, err
 	}
-	var handler http.Handler = httpapi.New(h, "")
+	var handler http.Handler = httpapi.New(h, httpapi.Options{})
 	if wrap != nil {
 		handler = wrap(handler)
 	}

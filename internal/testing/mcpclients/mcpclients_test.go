@@ -77,7 +77,7 @@ func newServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	s := &server{env: env, versions: map[string]int{}}
-	api := httpapi.New(callback.NewHandler(v, store, nil), "")
+	api := httpapi.New(callback.NewHandler(v, store, nil), httpapi.Options{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.versions[r.Header.Get("MCP-Protocol-Version")]++

@@ -86,7 +86,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := callback.NewHandler(v, store, nil)
-	srv := httptest.NewServer(httpapi.New(h, ""))
+	srv := httptest.NewServer(httpapi.New(h, httpapi.Options{}))
 	t.Cleanup(srv.Close)
 	n, err := nonce.Generate(localdb.DemoHookKey, 9)
 	if err != nil {
