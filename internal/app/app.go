@@ -208,39 +208,44 @@ func MCPOptions(cfg config.Config) mcp.Options {
 }
 
 // ResolveMCPToken fills cfg.MCPToken from Secrets Manager when cfg names a
-// secret, at cold start like the hook key; the value is never logged.
+// secret, at cold start like the hook key (ResolveSecret).
 func ResolveMCPToken(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
-	if cfg.MCPTokenSecretARN == "" {
-		return cfg, nil
+	v, err := ResolveSecret(ctx, awsCfg, cfg.MCPTokenSecretARN, "MCP token", config.CheckMCPToken)
+	if err == nil && v != "" {
+		cfg.MCPToken = v
 	}
-	v, err := secret.Value(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.MCPTokenSecretARN, "MCP token")
-	if err != nil {
-		return cfg, err
-	}
-	if v = strings.TrimSpace(v); len(v) < config.MinMCPTokenBytes || len(v) > config.MaxMCPTokenBytes {
-		return cfg, fmt.Errorf("MCP token secret is %d bytes; use %d to %d", len(v), config.MinMCPTokenBytes, config.MaxMCPTokenBytes)
-	}
-	cfg.MCPToken = v
-	return cfg, nil
+	return cfg, err
 }
 
 // ResolveEdgeToken reads the edge's origin token from its secret, when the
-// configuration names one. Once per cold start: a new token comes with a
-// new secret (the template replaces both), whose ARN reaches a new
-// configuration and so new containers.
+// configuration names one (ResolveSecret). Once per cold start: a new
+// token comes with a new secret (the template replaces both), whose ARN
+// reaches a new configuration and so new containers.
 func ResolveEdgeToken(ctx context.Context, awsCfg aws.Config, cfg config.Config) (config.Config, error) {
-	if cfg.EdgeTokenSecretARN == "" {
-		return cfg, nil
+	v, err := ResolveSecret(ctx, awsCfg, cfg.EdgeTokenSecretARN, "edge origin token", config.CheckEdgeToken)
+	if err == nil && v != "" {
+		cfg.EdgeToken = v
 	}
-	v, err := secret.Value(ctx, secretsmanager.NewFromConfig(awsCfg), cfg.EdgeTokenSecretARN, "edge origin token")
+	return cfg, err
+}
+
+// ResolveSecret reads the value of the secret arn names ("" when arn is
+// empty: the setting was given as a value, config.Load checked it) and
+// judges it, trimmed, with the check config.Load applies to a value; the
+// value is never logged or quoted. what names the setting in errors.
+func ResolveSecret(ctx context.Context, awsCfg aws.Config, arn, what string, check func(string) error) (string, error) {
+	if arn == "" {
+		return "", nil
+	}
+	v, err := secret.Value(ctx, secretsmanager.NewFromConfig(awsCfg), arn, what)
 	if err != nil {
-		return cfg, err
+		return "", err
 	}
-	if v = strings.TrimSpace(v); len(v) < config.MinEdgeToken || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
-		return cfg, fmt.Errorf("edge origin token secret must hold at least %d visible ASCII characters (the template generates it)", config.MinEdgeToken)
+	v = strings.TrimSpace(v)
+	if err := check(v); err != nil {
+		return "", fmt.Errorf("%s secret %w", what, err)
 	}
-	cfg.EdgeToken = v
-	return cfg, nil
+	return v, nil
 }
 
 // RotatingHookKeys returns the callback's nonce check for a configuration

@@ -272,21 +272,7 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 		}
 		c.PublicURL = v
 	}
-	if v := getenv(EnvMCPToken); v != "" {
-		if len(v) < MinMCPTokenBytes || len(v) > MaxMCPTokenBytes {
-			bad(EnvMCPToken, "is %d bytes; use %d to %d", len(v), MinMCPTokenBytes, MaxMCPTokenBytes)
-		}
-		c.MCPToken = v
-	}
-	if v := getenv(EnvMCPTokenSecret); v != "" {
-		if !strings.HasPrefix(v, "arn:") {
-			bad(EnvMCPTokenSecret, "must be a Secrets Manager secret ARN")
-		}
-		if c.MCPToken != "" {
-			bad(EnvMCPToken, "is set together with %s: set one", EnvMCPTokenSecret)
-		}
-		c.MCPTokenSecretARN = v
-	}
+	c.MCPToken, c.MCPTokenSecretARN = valueOrSecret(getenv, EnvMCPToken, EnvMCPTokenSecret, CheckMCPToken, bad)
 	if v := getenv(EnvMCPAllowedOrigins); v != "" {
 		for _, o := range strings.Split(v, ",") {
 			o = strings.TrimSpace(o)
@@ -297,21 +283,7 @@ func Load(getenv func(string) string, base Config, functions []string) (Config, 
 			c.MCPAllowedOrigins = append(c.MCPAllowedOrigins, o)
 		}
 	}
-	if v := getenv(EnvEdgeToken); v != "" {
-		if len(v) < MinEdgeToken || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
-			bad(EnvEdgeToken, "must be at least %d visible ASCII characters (the template generates it)", MinEdgeToken)
-		}
-		c.EdgeToken = v
-	}
-	if v := getenv(EnvEdgeTokenSecret); v != "" {
-		if !strings.HasPrefix(v, "arn:") {
-			bad(EnvEdgeTokenSecret, "must be a Secrets Manager secret ARN")
-		}
-		if c.EdgeToken != "" {
-			bad(EnvEdgeToken, "is set together with %s: set one", EnvEdgeTokenSecret)
-		}
-		c.EdgeTokenSecretARN = v
-	}
+	c.EdgeToken, c.EdgeTokenSecretARN = valueOrSecret(getenv, EnvEdgeToken, EnvEdgeTokenSecret, CheckEdgeToken, bad)
 	if v := getenv(EnvMetrics); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -368,4 +340,43 @@ func validTableName(s string) bool {
 		}
 	}
 	return true
+}
+
+// valueOrSecret reads a setting given either as its value (env, local
+// runs) or as the ARN of the Secrets Manager secret that holds it (arnEnv,
+// AWS), never both. check judges a value given here; a secret's value is
+// judged by the same check when it is read (app.ResolveSecret).
+func valueOrSecret(getenv func(string) string, env, arnEnv string, check func(string) error, bad func(name, format string, args ...any)) (value, arn string) {
+	if value = getenv(env); value != "" {
+		if err := check(value); err != nil {
+			bad(env, "%v", err)
+		}
+	}
+	if arn = getenv(arnEnv); arn != "" {
+		if !strings.HasPrefix(arn, "arn:") {
+			bad(arnEnv, "must be a Secrets Manager secret ARN")
+		}
+		if value != "" {
+			bad(env, "is set together with %s: set one", arnEnv)
+		}
+	}
+	return value, arn
+}
+
+// CheckMCPToken says what is wrong with an MCP bearer token, nil when
+// nothing is: MinMCPTokenBytes to MaxMCPTokenBytes.
+func CheckMCPToken(v string) error {
+	if len(v) < MinMCPTokenBytes || len(v) > MaxMCPTokenBytes {
+		return fmt.Errorf("is %d bytes; use %d to %d", len(v), MinMCPTokenBytes, MaxMCPTokenBytes)
+	}
+	return nil
+}
+
+// CheckEdgeToken says what is wrong with the edge's origin token, nil when
+// nothing is: at least MinEdgeToken visible ASCII characters.
+func CheckEdgeToken(v string) error {
+	if len(v) < MinEdgeToken || strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return fmt.Errorf("must be at least %d visible ASCII characters (the template generates it)", MinEdgeToken)
+	}
+	return nil
 }
