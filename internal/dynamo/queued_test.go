@@ -20,21 +20,12 @@ import (
 func TestANewTicketIsQueuedByTheAbsenceOfItsState(t *testing.T) {
 	o := newOutbox(t)
 	ctx := context.Background()
-	raw := func(id string) map[string]types.AttributeValue {
-		t.Helper()
-		out, err := o.env.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(o.env.Table), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ticket#" + id}}})
-		if err != nil || out.Item == nil {
-			t.Fatalf("read ticket %s: %v", id, err)
-		}
-		return out.Item
-	}
+	raw := func(id string) map[string]types.AttributeValue { return rawItem(t, o.env, "ticket#"+id) }
 	state := func(item map[string]types.AttributeValue) string {
-		s, _ := item["delivery"].(*types.AttributeValueMemberS)
-		if s == nil {
+		if _, ok := item["delivery"]; !ok {
 			return "(absent)"
 		}
-		return s.Value
+		return str(item, "delivery")
 	}
 
 	fresh := o.ticket(alice, "r-new", t0)
