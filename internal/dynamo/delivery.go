@@ -102,15 +102,18 @@ func inAttention(r *delivery.Record) delivery.State {
 	return ""
 }
 
-// queuedCondition holds when a ticket's delivery is queued (#d =
-// attrDelivery, #att = attrAttempts, :queued = delivery.Queued): in the
-// state attribute, or, for a new ticket, by its absence beside the
-// attempt count every delivery has from its create (addDelivery). The create never writes the state (addDelivery): the
-// callback's role may not name it (CreateAttributes), so that the
-// internet-facing function can neither queue again a delivery that has
-// moved on nor erase one (a REMOVE names the attribute too). The first
-// attempt's result (Finish) writes it.
-const queuedCondition = "(#d = :queued OR (attribute_not_exists(#d) AND attribute_exists(#att)))"
+// queuedCondition is the condition that a ticket's delivery is queued
+// (#d = attrDelivery, #att = attrAttempts, queued the placeholder of
+// delivery.Queued's value): in the state attribute, or, for a new ticket,
+// by its absence beside the attempt count, which marks every ticket that
+// has a delivery (addDelivery, decodeDelivery). The create never writes
+// the state: the callback's role may not name it (CreateAttributes), so
+// that the internet-facing function can neither queue again a delivery
+// that has moved on nor erase one (a REMOVE names the attribute too). The
+// first attempt's result (Finish) writes it.
+func queuedCondition(queued string) string {
+	return "(#d = " + queued + " OR (attribute_not_exists(#d) AND attribute_exists(#att)))"
+}
 
 // addDelivery writes the delivery of a new ticket into its item: queued by
 // the absence of its state (queuedCondition).
@@ -159,16 +162,14 @@ func (d *decoder) boolean(name string) bool {
 }
 
 // decodeDelivery reads the delivery of a ticket item; nil when the ticket
-// has none (it was created without a destination).
+// has none (it was created without a destination: no attempt count).
 func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, error) {
-	state := delivery.Queued // a new ticket's (queuedCondition)
-	if _, ok := item[attrDelivery]; ok {
-		state = ""
-	} else if _, ok := item[attrDest]; !ok {
+	if _, ok := item[attrAttempts]; !ok {
 		return nil, nil
 	}
 	d := decoder{item: item}
-	if state == "" {
+	state := delivery.Queued // a new ticket's, by its absence (queuedCondition)
+	if _, ok := item[attrDelivery]; ok {
 		state = delivery.State(d.str(attrDelivery, true))
 	}
 	r := &delivery.Record{
@@ -242,7 +243,7 @@ func (s *Store) Lease(ctx context.Context, id string, l delivery.Lease) (ticket.
 		// not a bar to the stream's first attempt); or left by an attempt
 		// whose lease ended without a result (its worker died): taken
 		// over at once, as maybe sent.
-		ConditionExpression: aws.String(queuedCondition + " AND (attribute_not_exists(#lu) OR #lu < :now) AND " +
+		ConditionExpression: aws.String(queuedCondition(":queued") + " AND (attribute_not_exists(#lu) OR #lu < :now) AND " +
 			"(attribute_not_exists(#na) OR #na <= :now OR #att = :zero OR (attribute_exists(#lo) AND #lo <> :none))"),
 		// The state a new ticket lacks stays absent (queuedCondition)
 		// until the attempt's result writes it: the state is projected
@@ -501,7 +502,7 @@ func (s *Store) Defer(ctx context.Context, id, owner string, at time.Time) error
 	err := s.retry(ctx, func() error {
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: &s.table, Key: ticketKey(id),
-			ConditionExpression: aws.String(queuedCondition + " AND #lo = :owner"),
+			ConditionExpression: aws.String(queuedCondition(":queued") + " AND #lo = :owner"),
 			UpdateExpression:    aws.String("SET #na = :at, #ash = :ash, #adue = :adue, #dv = #dv + :one REMOVE #attn, #attnat"),
 			ExpressionAttributeNames: map[string]string{
 				"#d": attrDelivery, "#att": attrAttempts, "#lo": attrLeaseOwner, "#na": attrNextAt,

@@ -21,7 +21,7 @@ const ActionRecover = "recover"
 // strandedCondition selects a delivery no sweep would take up: queued, not
 // listed in AttentionIndex nor in LegacyAttentionIndex (whose entries the
 // sweep relists), held by no live lease.
-const strandedCondition = queuedCondition + " AND attribute_not_exists(#ash) AND attribute_not_exists(#attn) AND (attribute_not_exists(#lu) OR #lu < :now)"
+var strandedCondition = queuedCondition(":queued") + " AND attribute_not_exists(#ash) AND attribute_not_exists(#attn) AND (attribute_not_exists(#lu) OR #lu < :now)"
 
 // Stranded returns the ids of tickets whose delivery has been queued since
 // before before and that no sweep will take up (see strandedCondition): a

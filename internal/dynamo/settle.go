@@ -342,12 +342,12 @@ func settleInput(table string, s Settlement, d delivery.Decision, now time.Time)
 	// No lease recorded: an attempt that holds one is judged live by its
 	// owner (the worker, whose Finish clears it, or the sweep, which takes
 	// over an ended one), never by the operator's clock.
-	cond := "#d = :expect AND (attribute_not_exists(#lo) OR #lo = :none)"
+	state := "#d = :expect"
 	if s.Expect == delivery.Queued {
 		// A new ticket's delivery is queued by the absence of its state.
-		cond = strings.Replace(queuedCondition, ":queued", ":expect", 1) + " AND (attribute_not_exists(#lo) OR #lo = :none)"
-		names["#att"] = attrAttempts
+		state, names["#att"] = queuedCondition(":expect"), attrAttempts
 	}
+	cond := state + " AND (attribute_not_exists(#lo) OR #lo = :none)"
 	if s.Version != 0 {
 		cond += " AND #dv = :version"
 		values[":version"] = numAV(s.Version)
