@@ -162,14 +162,16 @@ func (d *decoder) boolean(name string) bool {
 }
 
 // decodeDelivery reads the delivery of a ticket item; nil when the ticket
-// has none (it was created without a destination: no attempt count).
+// has none (it was created without a destination: neither a state nor an
+// attempt count).
 func decodeDelivery(item map[string]types.AttributeValue) (*delivery.Record, error) {
-	if _, ok := item[attrAttempts]; !ok {
+	_, hasState := item[attrDelivery]
+	if _, ok := item[attrAttempts]; !ok && !hasState {
 		return nil, nil
 	}
 	d := decoder{item: item}
 	state := delivery.Queued // a new ticket's, by its absence (queuedCondition)
-	if _, ok := item[attrDelivery]; ok {
+	if hasState {
 		state = delivery.State(d.str(attrDelivery, true))
 	}
 	r := &delivery.Record{
