@@ -1,12 +1,21 @@
 package ticket
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"time"
 
+	"github.com/oncecall/oncecall/internal/canonjson"
 	"github.com/oncecall/oncecall/internal/schema"
 )
+
+// ErrExists is a store's answer to a ticket whose id another ticket
+// holds already: nothing was written.
+var ErrExists = errors.New("ticket: the id is taken")
 
 // Function names.
 const (
@@ -126,6 +135,46 @@ func (t *Ticket) View() View {
 func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return formatID(b)
+}
+
+// IDFor returns the id of the first ticket userID's requestID creates,
+// under the deployment's id key: the version and variant bits of a
+// version 4 UUID around 122 bits of an HMAC-SHA256 of the two, so that
+// the application's outcome read finds that ticket from the user and the
+// request id with one read. Without the key an id is as unguessable as
+// NewID's. A later ticket under the same request id (other arguments, or
+// a call after the window) finds this id taken and gets a NewID.
+func IDFor(key []byte, userID, requestID string) string {
+	h := hmac.New(sha256.New, key)
+	for _, s := range []string{userID, requestID} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	var b [16]byte
+	copy(b[:], h.Sum(nil))
+	return formatID(b)
+}
+
+// IDKeyBytes is the length of the key IDFor takes.
+const IDKeyBytes = 32
+
+// Created is the stored result of create_ticket for ticket id: a JSON
+// object in canonical form (RFC 8785: its two members in that order, the
+// id escaped as canonjson.AppendString escapes it), so that a replay
+// reads byte for byte like the first answer.
+func Created(id string) []byte {
+	b := make([]byte, 0, 40+len(id))
+	b = append(b, `{"status":"created","ticket_id":`...)
+	b = canonjson.AppendString(b, id)
+	return append(b, '}')
+}
+
+// formatID writes b as a version 4 UUID, setting its version and variant
+// bits.
+func formatID(b [16]byte) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	var s [36]byte

@@ -1,9 +1,12 @@
 package ticket
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/canonjson"
 )
 
 func TestNewID(t *testing.T) {
@@ -21,6 +24,44 @@ func TestNewID(t *testing.T) {
 	for _, bad := range []string{"", "x", "0F8E6C1A-3B2D-4C5E-9F70-1A2B3C4D5E6F", "0f8e6c1a-3b2d-1c5e-9f70-1a2b3c4d5e6f", "0f8e6c1a3b2d4c5e9f701a2b3c4d5e6f"} {
 		if ValidID(bad) {
 			t.Errorf("ValidID(%q) = true", bad)
+		}
+	}
+}
+
+func TestIDFor(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	a := IDFor(key, "user-a", "r-1")
+	if !ValidID(a) {
+		t.Fatalf("IDFor = %q is not in the form get_ticket accepts", a)
+	}
+	if again := IDFor(key, "user-a", "r-1"); again != a {
+		t.Fatalf("IDFor is not a function of its inputs: %s, then %s", a, again)
+	}
+	// Each input counts, the key too, and the boundary between the two
+	// strings is part of the hash: "user-a"+"r-1" is not "user-ar"+"-1".
+	for _, other := range []struct {
+		key           []byte
+		user, request string
+	}{
+		{key, "user-b", "r-1"}, {key, "user-a", "r-2"}, {key, "user-ar", "-1"}, {key, "r-1", "user-a"}, {key, "", "user-ar-1"},
+		{[]byte("another key of thirty-two bytes!"), "user-a", "r-1"},
+	} {
+		if id := IDFor(other.key, other.user, other.request); id == a || !ValidID(id) {
+			t.Errorf("IDFor(%q, %q, %q) = %s; IDFor(key, user-a, r-1) = %s", other.key, other.user, other.request, id, a)
+		}
+	}
+}
+
+// TestCreatedIsCanonical checks the hand-built stored result against the
+// general RFC 8785 encoder.
+func TestCreatedIsCanonical(t *testing.T) {
+	for _, id := range []string{NewID(), NewID(), `odd "id" \ with escapes` + "\n"} {
+		want, err := canonjson.Marshal(map[string]any{"status": "created", "ticket_id": id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Created(id); !bytes.Equal(got, want) {
+			t.Errorf("Created(%q) = %s, want %s", id, got, want)
 		}
 	}
 }
