@@ -206,7 +206,6 @@ func (s *session) emitOutcome(ctx context.Context, user, requestID string) error
 		row(w, "function", v.Function)
 		row(w, "ticket", orDash(v.TicketID))
 		row(w, "created_at", v.CreatedAt)
-		row(w, "operations", fmt.Sprint(v.Operations))
 		if v.Delivery != nil {
 			row(w, "delivery", string(v.Delivery.State))
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -558,19 +559,33 @@ func TestLostAnswerAfterCommit(t *testing.T) {
 // callback's own transaction.
 func created(t *testing.T, env *dynamotest.Env, u identity.User, key, requestID, description string, at time.Time) ticket.Ticket {
 	t.Helper()
-	id := ticket.NewID()
-	rec := idempotency.Record{
-		Key: key, UserID: u.ExternalID, Tenant: u.Tenant, Function: ticket.CreateName,
-		State: idempotency.Completed, Fingerprint: "fp", TicketID: id,
-		Result:    []byte(`{"status":"created","ticket_id":"` + id + `"}`),
-		CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour),
+	// As the callback does: the first ticket of the request id takes the
+	// id the outcome read finds, a later one a random id.
+	store := dynamo.New(env.Client, env.Table)
+	first, err := store.FirstTicketID(context.Background(), u.ExternalID, requestID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Cannot sign in", Description: description,
-		Priority: "normal", CreatedAt: at, OperationKey: key, RequestID: requestID}
-	if existing, taken, err := dynamo.New(env.Client, env.Table).Create(context.Background(), rec, tk, nil); err != nil || taken {
-		t.Fatalf("Create = %v, %v", existing, err)
+	for _, id := range []string{first, ticket.NewID()} {
+		rec := idempotency.Record{
+			Key: key, UserID: u.ExternalID, Tenant: u.Tenant, Function: ticket.CreateName,
+			State: idempotency.Completed, Fingerprint: "fp", TicketID: id,
+			Result:    ticket.Created(id),
+			CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour),
+		}
+		tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Cannot sign in", Description: description,
+			Priority: "normal", CreatedAt: at, OperationKey: key, RequestID: requestID}
+		existing, taken, err := store.Create(context.Background(), rec, tk, nil)
+		if errors.Is(err, ticket.ErrExists) {
+			continue
+		}
+		if err != nil || taken {
+			t.Fatalf("Create = %v, %v", existing, err)
+		}
+		return tk
 	}
-	return tk
+	t.Fatal("no ticket id left")
+	return ticket.Ticket{}
 }
 
 func TestFind(t *testing.T) {

@@ -575,9 +575,9 @@ func callbackTableGrants(inline bool) map[samtest.Grant]bool {
 		// delivery's state, and a ticket never Put (replaced whole).
 		{Action: "dynamodb:PutItem", Resource: table, Keys: "op#*", Attrs: strings.Join(dynamo.CreateAttributes(), ",")}:        true,
 		{Action: "dynamodb:UpdateItem", Resource: table, Keys: "ticket#*", Attrs: strings.Join(dynamo.CreateAttributes(), ",")}: true,
-		{Action: "dynamodb:GetItem", Resource: table, Keys: "op#*,ticket#*,user#*"}:                                             true,
-		// The request item, recorded with the create, for the outcome read.
-		{Action: "dynamodb:UpdateItem", Resource: table, Keys: "request#*", Attrs: strings.Join(dynamo.RequestAttributes(), ",")}: true,
+		{Action: "dynamodb:GetItem", Resource: table, Keys: "config#*,op#*,ticket#*,user#*"}:                                    true,
+		// The id key, put by the first call on a new table.
+		{Action: "dynamodb:PutItem", Resource: table, Keys: "config#*", Attrs: strings.Join(dynamo.IDKeyAttributes(), ",")}: true,
 	}
 	if inline {
 		// The worker's update, on the delivery's own attributes only and

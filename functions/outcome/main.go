@@ -1,7 +1,7 @@
 // Command outcome is the application's outcome read on AWS Lambda:
 // GET /outcome behind the HTTP API route whose IAM authorization
-// (AWS_IAM) is its credential. Its role may only read request items and
-// tickets, never write. It only wires: settings, the store, the handler,
+// (AWS_IAM) is its credential. Its role may only read tickets and the id
+// key that names them, never write. It only wires: settings, the store, the handler,
 // lambda.Start.
 package main
 

@@ -12,7 +12,7 @@ const templatePath = "../../template.yaml"
 
 // TestTemplateOutcomeRouteAndRole: GET /outcome is the only route that
 // takes IAM authorization, served by this function, whose role reads
-// request items and tickets and writes nothing; the stack names the
+// tickets and the id key and writes nothing; the stack names the
 // route's ARN to grant. With and without the edge.
 func TestTemplateOutcomeRouteAndRole(t *testing.T) {
 	for _, params := range []map[string]string{nil, {"Destination": "webhook", "DestinationUrl": "https://helpdesk.example.com/tickets"}} {
@@ -31,9 +31,9 @@ func TestTemplateOutcomeRouteAndRole(t *testing.T) {
 		}
 		got := samtest.Grants(samtest.Allowed(t, s, "OutcomeRole"))
 		want := map[string]bool{
-			"dynamodb:GetItem on getatt:Table.Arn where dynamodb:LeadingKeys like request#*,ticket#*": true,
-			"logs:CreateLogStream on getatt:OutcomeLogGroup.Arn":                                      true,
-			"logs:PutLogEvents on getatt:OutcomeLogGroup.Arn":                                         true,
+			"dynamodb:GetItem on getatt:Table.Arn where dynamodb:LeadingKeys like config#*,ticket#*": true,
+			"logs:CreateLogStream on getatt:OutcomeLogGroup.Arn":                                     true,
+			"logs:PutLogEvents on getatt:OutcomeLogGroup.Arn":                                        true,
 		}
 		for g := range got {
 			if !want[g.String()] {

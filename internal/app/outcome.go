@@ -10,13 +10,12 @@ import (
 	"github.com/oncecall/oncecall/internal/outcome"
 )
 
-// Outcome builds the application's outcome read over store: a found
-// ticket's delivery is read too when cfg names a destination. key is the
+// Outcome builds the application's outcome read over store. key is the
 // local server's bearer key; "" on AWS, where the route's IAM
 // authorization is the credential.
 func Outcome(cfg config.Config, store *dynamo.Store, logger *slog.Logger, key string) *outcome.Handler {
 	return &outcome.Handler{
-		Reader: outcome.Reader{Store: store, Deliveries: cfg.Delivery.Destination != ""},
+		Reader: outcome.Reader{Store: store},
 		Key:    key,
 		Logger: logger,
 	}

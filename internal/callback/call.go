@@ -397,17 +397,6 @@ func answerBody(stored []byte, d *delivery.Record, now time.Time, deduplicated b
 	return withFlag(withDelivery(stored, d, now), deduplicated), nil
 }
 
-// createdResult is the stored result of a new ticket, built in canonical
-// form directly: its two members are written in RFC 8785 order.
-func createdResult(id string) []byte {
-	b := make([]byte, 0, 32+len(protocol.StatusCreated)+len(id))
-	b = append(b, `{"status":`...)
-	b = canonjson.AppendString(b, protocol.StatusCreated)
-	b = append(b, `,"ticket_id":`...)
-	b = canonjson.AppendString(b, id)
-	return append(b, '}')
-}
-
 // withFlag appends "deduplicated" to a stored result, a JSON object, so the
 // first answer and every replay read the same apart from the flag.
 func withFlag(stored []byte, deduplicated bool) []byte {
@@ -448,28 +437,50 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 
 	now := c.h.Now().UTC()
 	t := ticket.FromArguments(c.args)
-	t.ID = c.h.NewID()
 	t.Tenant = c.user.Tenant
 	t.UserID = c.user.ExternalID
 	t.CreatedAt = now
 	t.OperationKey = key.ID
 	t.RequestID = rid
 	t.UserVersion = c.user.Version
-	rec := idempotency.Record{
-		Key:         key.ID,
-		UserID:      c.user.ExternalID,
-		Tenant:      c.user.Tenant,
-		Function:    c.fn.Name,
-		State:       idempotency.Completed,
-		Fingerprint: key.Fingerprint,
-		TicketID:    t.ID,
-		Result:      createdResult(t.ID),
-		CreatedAt:   now,
-		ExpiresAt:   now.Add(c.h.keep()),
-		UserVersion: c.user.Version,
+	// The first ticket of a request id takes the id the outcome read finds
+	// from the user and the request id; a later one finds it taken (no
+	// write) and takes a random id.
+	ids := []string{c.h.NewID()}
+	if rid != "" {
+		first, err := c.h.Store.FirstTicketID(ctx, c.user.ExternalID, rid)
+		if err != nil {
+			return c.fail(err)
+		}
+		ids = []string{first, ids[0]}
 	}
-	out := c.h.queued(key.ID, t.ID, now)
-	holder, taken, err := c.h.Store.Create(ctx, rec, t, out)
+	var (
+		rec    idempotency.Record
+		out    *delivery.Record
+		holder idempotency.Record
+		taken  bool
+	)
+	for i, id := range ids {
+		t.ID = id
+		rec = idempotency.Record{
+			Key:         key.ID,
+			UserID:      c.user.ExternalID,
+			Tenant:      c.user.Tenant,
+			Function:    c.fn.Name,
+			State:       idempotency.Completed,
+			Fingerprint: key.Fingerprint,
+			TicketID:    t.ID,
+			Result:      ticket.Created(t.ID),
+			CreatedAt:   now,
+			ExpiresAt:   now.Add(c.h.keep()),
+			UserVersion: c.user.Version,
+		}
+		out = c.h.queued(key.ID, t.ID, now)
+		holder, taken, err = c.h.Store.Create(ctx, rec, t, out)
+		if !errors.Is(err, ticket.ErrExists) || i == len(ids)-1 {
+			break
+		}
+	}
 	switch {
 	case err != nil:
 		return c.fail(err)

@@ -54,6 +54,13 @@ func (m *memory) ReadTicket(_ context.Context, id string) (*ticket.Ticket, *deli
 
 func (m *memory) Delivery(context.Context, string) (*delivery.Record, error) { return nil, nil }
 
+// exampleIDKey stands for the id key the real store keeps in its table.
+var exampleIDKey = []byte("an example id key of 32 bytes...")
+
+func (m *memory) FirstTicketID(_ context.Context, userID, requestID string) (string, error) {
+	return ticket.IDFor(exampleIDKey, userID, requestID), nil
+}
+
 // The same callback sent twice, as an agent loop does after a timeout,
 // creates one ticket: the second call gets the first one's answer, marked
 // deduplicated. A call through another door (MCP's tools/call, decoded
@@ -76,8 +83,6 @@ func ExampleHandler_Call() {
 		tickets: map[string]ticket.Ticket{},
 	}
 	h := callback.NewHandler(verifier, store, nil)
-	ids := 0
-	h.NewID = func() string { ids++; return fmt.Sprintf("ticket-%d", ids) } // each call mints an id
 
 	body := []byte(`{
 		"type": "tool_call",
@@ -94,8 +99,8 @@ func ExampleHandler_Call() {
 	ans := h.Call(context.Background(), callback.Request{Nonce: "", Body: body})
 	fmt.Println(ans.Status, string(ans.Body))
 	// Output:
-	// 200 {"status":"created","ticket_id":"ticket-1","deduplicated":false}
-	// 200 {"status":"created","ticket_id":"ticket-1","deduplicated":true}
+	// 200 {"status":"created","ticket_id":"bab3c27b-60cb-40e3-88a9-86d9f58daed6","deduplicated":false}
+	// 200 {"status":"created","ticket_id":"bab3c27b-60cb-40e3-88a9-86d9f58daed6","deduplicated":true}
 	// 1 ticket
 	// 401 {"status":"unauthorized","error":{"code":"missing_nonce","message":"The X-Request-Nonce header is required: set a hook key on the AIVAX account."}}
 }

@@ -68,11 +68,15 @@ func TestFaultFailureInsideTransaction(t *testing.T) {
 	t.Run("ticket put fails after the claim", func(t *testing.T) {
 		r := newRig(t)
 		earlier := r.mustCreate(create("user-a", "r-existing", signIn))
-		// The next call's ticket Put collides with a copy of the earlier
-		// ticket put under a new id behind oncecall's back. (Reusing the
-		// earlier id would reuse its transaction's ClientRequestToken,
-		// which DynamoDB answers as a repeat without running anything.)
+		// The next call's ticket collides with copies of the earlier ticket
+		// put behind oncecall's back under both ids it may take: the one
+		// the outcome read names, then a random one.
 		taken := ticket.NewID()
+		first, err := r.store.FirstTicketID(context.Background(), "user-a", "r-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.env.CopyItem(t, "ticket#"+earlier, "ticket#"+first)
 		r.env.CopyItem(t, "ticket#"+earlier, "ticket#"+taken)
 		newID := r.h.NewID
 		r.h.NewID = func() string { return taken }
@@ -80,16 +84,16 @@ func TestFaultFailureInsideTransaction(t *testing.T) {
 		if p.status != 500 || p.str("status") != "error" {
 			t.Fatalf("collision inside the transaction: %d %s", p.status, p.raw)
 		}
-		if ops, tks := r.operations(), r.tickets(); ops != 1 || tks != 2 {
-			t.Fatalf("after a cancelled transaction: %d operations, %d tickets; want 1 and 2 (the earlier call's and its copy)", ops, tks)
+		if ops, tks := r.operations(), r.tickets(); ops != 1 || tks != 3 {
+			t.Fatalf("after a cancelled transaction: %d operations, %d tickets; want 1 and 3 (the earlier call's and its copies)", ops, tks)
 		}
 		r.h.NewID = newID
 		id := r.mustCreate(create("user-a", "r-1", signIn))
 		if again := r.call(create("user-a", "r-1", signIn)); again.body["deduplicated"] != true || again.str("ticket_id") != id {
 			t.Fatalf("repeat after recovery: %s", again.raw)
 		}
-		if ops, tks := r.operations(), r.tickets(); ops != 2 || tks != 3 {
-			t.Fatalf("%d operations, %d tickets; want 2 and 3", ops, tks)
+		if ops, tks := r.operations(), r.tickets(); ops != 2 || tks != 4 {
+			t.Fatalf("%d operations, %d tickets; want 2 and 4", ops, tks)
 		}
 	})
 	t.Run("one action invalid", func(t *testing.T) {

@@ -35,6 +35,10 @@ type Store interface {
 	ReadTicket(ctx context.Context, ticketID string) (*ticket.Ticket, *delivery.Record, error)
 	// Delivery reads the delivery of a ticket, nil when it has none.
 	Delivery(ctx context.Context, ticketID string) (*delivery.Record, error)
+	// FirstTicketID is the id of the first ticket userID's requestID
+	// creates, the one the application's outcome read finds
+	// (ticket.IDFor under the deployment's id key).
+	FirstTicketID(ctx context.Context, userID, requestID string) (string, error)
 }
 
 // Authenticator checks the X-Request-Nonce header of a call. *nonce.Verifier

@@ -50,8 +50,8 @@ type benchNoNetworkAPI struct {
 }
 
 func (a *benchNoNetworkAPI) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	// The claim, the ticket and the request item (outcome.Record).
-	if len(in.TransactItems) != 3 {
+	// The claim and the ticket.
+	if len(in.TransactItems) != 2 {
 		panic("unexpected transaction")
 	}
 	if a.replay != nil {
@@ -65,14 +65,19 @@ func (a *benchNoNetworkAPI) TransactGetItems(context.Context, *dynamodb.Transact
 }
 
 func (a *benchNoNetworkAPI) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if k, _ := in.Key[dynamo.PartitionKey].(*types.AttributeValueMemberS); k == nil || k.Value != "user#user-a" || !aws.ToBool(in.ConsistentRead) {
-		panic("a GetItem other than the user's consistent read")
+	k, _ := in.Key[dynamo.PartitionKey].(*types.AttributeValueMemberS)
+	switch {
+	case k != nil && k.Value == "config#ids" && aws.ToBool(in.ConsistentRead):
+		return &dynamodb.GetItemOutput{Item: benchIDKey}, nil // once per Store
+	case k == nil || k.Value != "user#user-a" || !aws.ToBool(in.ConsistentRead):
+		panic("a GetItem other than the user's or the id key's consistent read")
 	}
 	return &dynamodb.GetItemOutput{Item: benchAlice}, nil
 }
 
 // benchAlice is alice's record as the store holds it; benchAliceWire the
-// GetItem answer that carries it.
+// GetItem answer that carries it; benchIDKey and its wire form the id key's
+// item.
 var (
 	benchAlice = map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "user#user-a"}, "kind": &types.AttributeValueMemberS{Value: "user"},
@@ -80,6 +85,10 @@ var (
 		"active":    &types.AttributeValueMemberBOOL{Value: true},
 		"functions": &types.AttributeValueMemberSS{Value: localdb.DemoUsers[0].Functions},
 	}
+	benchIDKey = map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "config#ids"}, "key": &types.AttributeValueMemberB{Value: []byte("0123456789abcdef0123456789abcdef")},
+	}
+	benchIDKeyWire = []byte(`{"Item":{"pk":{"S":"config#ids"},"key":{"B":"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}}}`)
 	benchAliceWire = []byte(`{"Item":{"pk":{"S":"user#user-a"},"kind":{"S":"user"},"tenant_id":{"S":"tenant-a"},"name":{"S":"alice"},"active":{"BOOL":true},"functions":{"SS":["create_ticket","get_ticket"]}}}`)
 )
 
@@ -105,13 +114,17 @@ type benchCannedTransport struct {
 }
 
 func (c *benchCannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	var req []byte
 	if r.Body != nil {
-		_, _ = io.Copy(io.Discard, r.Body)
+		req, _ = io.ReadAll(r.Body)
 		_ = r.Body.Close()
 	}
 	status, body := c.status, c.body
 	if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetItem") {
 		status, body = http.StatusOK, benchAliceWire
+		if bytes.Contains(req, []byte("config#ids")) {
+			body = benchIDKeyWire
+		}
 	}
 	return &http.Response{
 		StatusCode: status, Status: strconv.Itoa(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,

@@ -272,7 +272,7 @@ func TestEveryCallReadsTheRecordAsItIsNow(t *testing.T) {
 
 // TestTenantMoveIsFollowed moves a user to another tenant: the next
 // create_ticket is keyed and written in the new tenant, never the old one,
-// in one transaction, and a read of the old tenant's ticket finds nothing.
+// and a read of the old tenant's ticket finds nothing.
 func TestTenantMoveIsFollowed(t *testing.T) {
 	r := newRig(t)
 	a := r.call(create("user-a", "r-1", signIn))
@@ -286,7 +286,10 @@ func TestTenantMoveIsFollowed(t *testing.T) {
 	if kind(b) != "created" || b.str("ticket_id") == a.str("ticket_id") {
 		t.Fatalf("call after a tenant move: %s", b.raw)
 	}
-	if want := (ops{"GetItem": 1, "TransactWriteItems": 1}); !maps.Equal(got, want) {
+	// Two transactions: the first ticket of user-a's r-1 holds the id
+	// ticket.IDFor names, so the first is cancelled, writing nothing, and
+	// the second takes a random id.
+	if want := (ops{"GetItem": 1, "TransactWriteItems": 2}); !maps.Equal(got, want) {
 		t.Errorf("call after a tenant move took %v, want %v", got, want)
 	}
 	tk, err := r.store.Ticket(context.Background(), b.str("ticket_id"))
@@ -329,5 +332,47 @@ func TestDeletedUserIsRefused(t *testing.T) {
 	}
 	if got := r.tickets(); got != 1 {
 		t.Errorf("%d tickets, want 1", got)
+	}
+}
+
+// TestTheFirstTicketOfARequestIDIsNamedByIt: the first ticket a user's
+// request id creates has the id the store's FirstTicketID names, which is
+// how the application's outcome read finds it with one read. A later operation under the same id (other
+// arguments) finds that id taken, writes nothing with it, and is created
+// under a random id; a repeat of either is deduplicated, never taken for
+// the transaction's own lost answer.
+func TestTheFirstTicketOfARequestIDIsNamedByIt(t *testing.T) {
+	r := newRig(t)
+	first := r.call(create("user-a", "r-1", signIn))
+	named, err := r.store.FirstTicketID(context.Background(), "user-a", "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind(first) != "created" || first.str("ticket_id") != named {
+		t.Fatalf("first ticket of r-1: %s; want ticket %s", first.raw, named)
+	}
+	var other reply
+	got := r.measure(func() { other = r.call(create("user-a", "r-1", `{"title":"Printer on fire"}`)) })
+	if kind(other) != "created" || other.str("ticket_id") == first.str("ticket_id") || !ticket.ValidID(other.str("ticket_id")) {
+		t.Fatalf("second operation under r-1: %s", other.raw)
+	}
+	if want := (ops{"GetItem": 1, "TransactWriteItems": 2}); !maps.Equal(got, want) {
+		t.Errorf("second operation under r-1 took %v, want %v (the first transaction cancelled on the taken id)", got, want)
+	}
+	for _, c := range []struct {
+		args string
+		want reply
+	}{{signIn, first}, {`{"title":"Printer on fire"}`, other}} {
+		again := r.call(create("user-a", "r-1", c.args))
+		if kind(again) != "deduplicated" || again.str("ticket_id") != c.want.str("ticket_id") {
+			t.Errorf("repeat of %s: %s, want ticket %s deduplicated", c.args, again.raw, c.want.str("ticket_id"))
+		}
+	}
+	if ops, tks := r.operations(), r.tickets(); ops != 2 || tks != 2 {
+		t.Errorf("%d operations, %d tickets; want 2 and 2", ops, tks)
+	}
+	rec, err := r.store.RequestRecord(context.Background(), "user-a", "r-1")
+	if err != nil || rec == nil || rec.TicketID != first.str("ticket_id") {
+		t.Errorf("request record %+v, %v; want the first ticket", rec, err)
 	}
 }

@@ -6,12 +6,14 @@
 //	user#<externalUserId>   a user record (tenant, active, granted functions)
 //	op#<operation key>      a claimed operation (state, result, fingerprint, expires_at)
 //	ticket#<ticket id>      a ticket (no expiry)
+//	config#ids              the id key that names the first ticket of each
+//	                        user's request id (FirstTicketID)
 //
 // Create claims an operation and writes its ticket in one TransactWriteItems:
-// a ConditionCheck that the user is still active, in the same tenant and
-// granted the function; a Put of the operation that succeeds only if the key
-// is absent or expired; and a Put of the ticket. All three commit or none
-// does. The operation's expires_at is the table's TTL attribute and the
+// a Put of the operation that succeeds only if the key is absent or
+// expired, and the ticket's insert (an Update that succeeds only if its id
+// is free). Both commit or neither does; whether the user may make the call
+// is decided before, from the record LoadUser read. The operation's expires_at is the table's TTL attribute and the
 // deduplication window; an expired operation the TTL sweeper has not deleted
 // yet is overwritten, so the window is exact.
 //

@@ -114,8 +114,7 @@ func (a *Admin) FindRequest(ctx context.Context, tenant, requestID, function str
 }
 
 // Outcome is what the application's outcome read answers for userID's
-// requestID (outcome.Reader.Read, the same function), with the ticket's
-// delivery whenever it has one.
+// requestID (outcome.Reader.Read, the same function).
 func (a *Admin) Outcome(ctx context.Context, userID, requestID string) (outcome.View, error) {
-	return outcome.Reader{Store: a.store, Deliveries: true}.Read(ctx, userID, requestID)
+	return outcome.Reader{Store: a.store}.Read(ctx, userID, requestID)
 }

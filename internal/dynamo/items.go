@@ -36,6 +36,9 @@ const (
 	attrTags        = "tags"
 	attrOpKey       = "operation_key"
 	attrRequestID   = "request_id"
+	// attrToken names the call that claimed an operation
+	// (idempotency.Record.Token).
+	attrToken = "token"
 	// attrUserVer is the version of its user's record the call that
 	// wrote an operation or a ticket read.
 	attrUserVer = "user_ver"
@@ -83,7 +86,7 @@ func userItem(u identity.User) map[string]types.AttributeValue {
 }
 
 func operationItem(r idempotency.Record) map[string]types.AttributeValue {
-	item := newItem(opPrefix+r.Key, 12)
+	item := newItem(opPrefix+r.Key, 13)
 	item[attrKind] = strAV("operation")
 	item[attrUserID] = strAV(r.UserID)
 	item[attrTenant] = strAV(r.Tenant)
@@ -101,6 +104,9 @@ func operationItem(r idempotency.Record) map[string]types.AttributeValue {
 		item[TTLAttribute] = numAV(r.ExpiresAt.Unix())
 	}
 	item[attrUserVer] = numAV(r.UserVersion)
+	if r.Token != "" {
+		item[attrToken] = strAV(r.Token)
+	}
 	return item
 }
 
@@ -217,6 +223,7 @@ func decodeOperation(item map[string]types.AttributeValue) (idempotency.Record, 
 		CreatedAt:   d.unix(attrCreatedAt),
 		ExpiresAt:   d.unix(TTLAttribute),
 		UserVersion: d.int(attrUserVer),
+		Token:       d.str(attrToken, false),
 	}
 	key := d.str(PartitionKey, true)
 	if len(key) > len(opPrefix) {

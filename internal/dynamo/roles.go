@@ -18,7 +18,7 @@ func CreateAttributes() []string {
 		PartitionKey, TTLAttribute, attrKind, attrUserID, attrTenant, attrFunction, attrState, attrFingerprint,
 		attrCreatedAt, attrTicketID, attrResult, attrTitle, attrDescription, attrPriority, attrTags, attrOpKey,
 		attrRequestID, attrLookup, attrLookupSort, attrDest, attrDestKey, attrAttempts, attrSince,
-		attrVersion, attrAttention, attrAttentionDue, attrNextAt, attrUserVer,
+		attrVersion, attrAttention, attrAttentionDue, attrNextAt, attrUserVer, attrToken,
 	}
 	slices.Sort(a)
 	return a
@@ -35,18 +35,6 @@ func DecisionAttributes() []string {
 		PartitionKey, TTLAttribute, attrDelivery, attrLeaseOwner, attrLeaseUntil, attrVersion, attrSince, attrAudit,
 		attrReason, attrNextAt, attrDestID, attrDestURL, attrDeliveredAt, attrSafeAfter, attrMaybeSent, attrAttempts,
 		attrAttention, attrAttentionDue, attrLegacyAttention, attrLegacyAttentionAt,
-	}
-	slices.Sort(a)
-	return a
-}
-
-// RequestAttributes returns the attributes the create transaction's
-// Update of the request item names (Store.CreateInput), sorted. The
-// callback's role limits its UpdateItem of request items to these.
-func RequestAttributes() []string {
-	a := []string{
-		PartitionKey, attrKind, attrUserID, attrRequestID, attrTenant, attrFunction, attrOpKey, attrCreatedAt,
-		attrOperations, attrTicketID, attrResult,
 	}
 	slices.Sort(a)
 	return a

@@ -62,6 +62,7 @@ type Store struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error
 	logger *slog.Logger
+	ids    *idKeyCache
 }
 
 // Option configures a Store.
@@ -87,7 +88,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // New returns a Store on table.
 func New(api API, table string, opts ...Option) *Store {
-	s := &Store{api: api, table: table, now: time.Now, sleep: Sleep}
+	s := &Store{api: api, table: table, now: time.Now, sleep: Sleep, ids: &idKeyCache{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -112,18 +113,19 @@ func Sleep(ctx context.Context, d time.Duration) error {
 // outbox record, so delivery adds no item to the transaction. taken is
 // false when both were written; true when a live record already holds the
 // key, returned as holder, and nothing was written. An error
-// (idempotency.ErrBusy or another) means nothing was written either.
+// (idempotency.ErrBusy or another) means nothing was written either;
+// ticket.ErrExists says that another ticket holds t.ID.
 //
-// The transaction also records the operation on the request item of the
-// user and request id (outcome.Record), so that the application can learn
-// the outcome from the two alone. It includes these three items and no
-// other: on DynamoDB a transaction holds every item it includes and
-// cancels any other that includes one of them, so an item shared by every
-// call of a user (its record, checked in the transaction) would make one
-// user's concurrent calls cancel each other; the request item is shared
-// only by the calls of one request id, which are one operation's. Whether rec.UserID may make the call is the
-// caller's to decide, from the record LoadUser read for this call.
+// The transaction includes these two items and no other: on DynamoDB a
+// transaction holds every item it includes and cancels any other that
+// includes one of them, so an item shared by every call of a user (its
+// record, checked in the transaction) would make one user's concurrent
+// calls cancel each other. Whether rec.UserID may make the call is the
+// caller's to decide, from the record LoadUser read for this call. The
+// application's outcome read finds the first ticket of a request id by
+// its id (FirstTicketID), so nothing else records it.
 func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Ticket, out *delivery.Record) (holder idempotency.Record, taken bool, err error) {
+	rec = withToken(rec)
 	now := s.now()
 	in := s.CreateInput(rec, t, out, now)
 	var b budget
@@ -141,7 +143,7 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 				switch {
 				case err != nil:
 					return idempotency.Record{}, false, err
-				case live && holder.TicketID == t.ID:
+				case live && holder.Token == rec.Token:
 					// An earlier attempt of this very call committed and
 					// its answer was lost: the claim is ours.
 					return idempotency.Record{}, false, nil
@@ -152,7 +154,7 @@ func (s *Store) Create(ctx context.Context, rec idempotency.Record, t ticket.Tic
 				// transaction and the read: send the same request again
 				// (the same content under the same token).
 			case failed(reasons, itemTicket):
-				return idempotency.Record{}, false, fmt.Errorf("dynamo: ticket id %s already exists", t.ID)
+				return idempotency.Record{}, false, fmt.Errorf("dynamo: ticket %s: %w", t.ID, ticket.ErrExists)
 			case !retryableReasons(reasons):
 				return idempotency.Record{}, false, fmt.Errorf("dynamo: transaction cancelled (%s): %w", reasonCodes(reasons), sanitize(err))
 			}
@@ -174,26 +176,25 @@ const (
 	itemClaim = iota
 	// itemTicket is the ticket, carrying its delivery when it has one.
 	itemTicket
-	// itemRequest records the operation under its user and request id.
-	itemRequest
 )
 
-// CreateInput is the one request Create sends: the operation's Put, the
-// ticket's insert and the request item's Update, with now deciding whether
-// an existing claim has expired.
+// CreateInput is the one request Create sends: the operation's Put and the
+// ticket's insert, with now deciding whether an existing claim has
+// expired.
 // Benchmarks send it with the bare SDK client to measure the store's own
 // floor.
 func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delivery.Record, now time.Time) *dynamodb.TransactWriteItemsInput {
+	rec = withToken(rec)
 	tk := ticketItem(t)
 	if out != nil {
 		addDelivery(tk, out)
 	}
 	in := &dynamodb.TransactWriteItemsInput{
-		// The ticket id is unique per invocation, so a retry of this very
-		// request after a lost response is answered from DynamoDB's own
-		// 10-minute token window instead of being run again. Every attempt
-		// sends the same content under it.
-		ClientRequestToken: aws.String(t.ID),
+		// The token is unique per call, so a retry of this very request
+		// after a lost response is answered from DynamoDB's own 10-minute
+		// token window instead of being run again. Every attempt sends the
+		// same content under it.
+		ClientRequestToken: aws.String(rec.Token),
 		TransactItems: []types.TransactWriteItem{
 			itemClaim: {Put: &types.Put{
 				TableName:                           &s.table,
@@ -206,10 +207,16 @@ func (s *Store) CreateInput(rec idempotency.Record, t ticket.Ticket, out *delive
 			itemTicket: {Update: insertUpdate(&s.table, tk)},
 		},
 	}
-	if t.RequestID != "" {
-		in.TransactItems = append(in.TransactItems, types.TransactWriteItem{Update: s.requestUpdate(rec, t.RequestID)})
-	}
 	return in
+}
+
+// withToken returns rec with a Token: its own, or a fresh one, which a
+// Create keeps for all the attempts of its transaction.
+func withToken(rec idempotency.Record) idempotency.Record {
+	if rec.Token == "" {
+		rec.Token = ticket.NewID()
+	}
+	return rec
 }
 
 // insertUpdate is the Update that writes item as a new item, and is

@@ -46,6 +46,12 @@ type Record struct {
 	// UserVersion is the version of UserID's record the call that claimed
 	// it read (identity.User.Vouches).
 	UserVersion int64
+	// Token names the one attempt to claim it, fresh for each (a store
+	// mints it when empty): a store whose write lost its answer tells its
+	// own claim from another call's of the same key by it, never by a
+	// clock or by the effect's id (the first ticket of a request id has
+	// the same id for every call).
+	Token string
 }
 
 // Live reports whether r still deduplicates at now. An expired record that

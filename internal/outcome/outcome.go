@@ -9,8 +9,9 @@ import (
 )
 
 // Record is what the store keeps for one user and request id: the first
-// operation created under it, and how many were (under the default key
-// policy, a call with other arguments is another operation).
+// operation created under it (under the default key policy, a call with
+// other arguments is another operation, which the record does not show;
+// oncecall-admin find lists them all).
 type Record struct {
 	UserID    string
 	RequestID string
@@ -24,17 +25,16 @@ type Record struct {
 	Result []byte
 	// CreatedAt is when the first operation was created.
 	CreatedAt time.Time
-	// Operations counts the operations created under the request id.
-	Operations int
+	// Delivery is the delivery of TicketID, nil when it has none.
+	Delivery *delivery.Record
 }
 
 // Store is what Read needs from storage. The dynamo package implements it.
 type Store interface {
-	// RequestRecord reads the record of userID and requestID with one
-	// strongly consistent read; nil when there is none.
+	// RequestRecord reads the record of userID and requestID, its
+	// ticket's delivery with it, with one strongly consistent read; nil
+	// when there is none.
 	RequestRecord(ctx context.Context, userID, requestID string) (*Record, error)
-	// Delivery reads the delivery of a ticket, nil when it has none.
-	Delivery(ctx context.Context, ticketID string) (*delivery.Record, error)
 }
 
 // Statuses of a View.
@@ -58,21 +58,15 @@ type View struct {
 	Result    json.RawMessage `json:"result,omitempty"`
 	TicketID  string          `json:"ticket_id,omitempty"`
 	CreatedAt string          `json:"created_at,omitempty"`
-	// Operations is how many operations the id created; more than one
-	// means calls with other arguments under the same id
-	// (oncecall-admin find lists them).
-	Operations int `json:"operations,omitempty"`
-	// Delivery is the ticket's delivery now, with a destination.
+	// Delivery is the ticket's delivery now, when it has one (the
+	// deployment has a destination).
 	Delivery *delivery.View `json:"delivery,omitempty"`
 }
 
 // Reader reads outcomes.
 type Reader struct {
 	Store Store
-	// Deliveries says the deployment has a destination: a found ticket's
-	// delivery is read too.
-	Deliveries bool
-	Now        func() time.Time
+	Now   func() time.Time
 }
 
 // Read answers what oncecall holds for userID's requestID.
@@ -85,26 +79,20 @@ func (r Reader) Read(ctx context.Context, userID, requestID string) (View, error
 	if rec.UserID != userID || rec.RequestID != requestID {
 		return v, nil // never another's record, whatever the store holds
 	}
-	v.Status, v.Function, v.TicketID, v.Operations = StatusFound, rec.Function, rec.TicketID, rec.Operations
+	v.Status, v.Function, v.TicketID = StatusFound, rec.Function, rec.TicketID
 	if json.Valid(rec.Result) {
 		v.Result = rec.Result
 	}
 	if !rec.CreatedAt.IsZero() {
 		v.CreatedAt = rec.CreatedAt.UTC().Format(time.RFC3339)
 	}
-	if r.Deliveries && rec.TicketID != "" {
-		d, err := r.Store.Delivery(ctx, rec.TicketID)
-		if err != nil {
-			return View{}, err
+	if rec.Delivery != nil {
+		now := time.Now
+		if r.Now != nil {
+			now = r.Now
 		}
-		if d != nil {
-			now := time.Now
-			if r.Now != nil {
-				now = r.Now
-			}
-			dv := d.View(now())
-			v.Delivery = &dv
-		}
+		dv := rec.Delivery.View(now())
+		v.Delivery = &dv
 	}
 	return v, nil
 }

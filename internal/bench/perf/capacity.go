@@ -541,9 +541,9 @@ func capacityTargets(w *strings.Builder, rows []CapacityRow) error {
 		return err
 	}
 	units := created.Total().Total().Write / float64(created.Calls)
-	// The request item (the application's outcome read) is 2 of the 7:
-	// three items in the transaction and the ticket's lookup entry.
-	target(w, "write units per created call, from the store's answers", ftoa(units, 2), "≤ 7 (5 before the outcome read's request item)", units <= 7)
+	// Two items in the transaction, 2 units each, and the ticket's lookup
+	// entry.
+	target(w, "write units per created call, from the store's answers", ftoa(units, 2), "≤ 5", units <= 5)
 	var got []string
 	met := true
 	for _, call := range []string{"user add", "user disable (read, then a conditional update)"} {

@@ -7,8 +7,8 @@ import (
 
 // StoreActions is what each method of dynamo.API needs in IAM terms: a
 // transaction needs the action of each kind of item in it, and oncecall's
-// one transaction holds two Puts and an Update (TransactWriteItems: the
-// operation, the ticket and the request item). A test in this
+// one transaction holds a Put and an Update (TransactWriteItems: the
+// operation, and the ticket inserted). A test in this
 // package fails when dynamo.API gains a method this map does not name.
 var StoreActions = map[string][]string{
 	"TransactWriteItems": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
