@@ -53,7 +53,7 @@ func handler(ctx context.Context, getenv func(string) string, logger *slog.Logge
 		// refused all the same.
 		if ev.RequestContext.Authorizer == nil || ev.RequestContext.Authorizer.IAM == nil {
 			a := protocol.Forbidden("iam_required", "GET /outcome takes IAM authorization (SigV4) only")
-			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusForbidden, Body: string(a.Body),
+			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusForbidden, Body: string(a.Body()),
 				Headers: map[string]string{"content-type": "application/json", "cache-control": "no-store"}}, nil
 		}
 		return read(ctx, ev)

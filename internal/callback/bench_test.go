@@ -27,7 +27,7 @@ func benchRefusal(b *testing.B, nonceHeader string, status int) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if ans := r.h.Call(context.Background(), callback.Request{Nonce: nonceHeader, Body: body}); ans.Status != status {
-			b.Fatalf("status %d, want %d: %s", ans.Status, status, ans.Body)
+			b.Fatalf("status %d, want %d: %s", ans.Status, status, ans.Body())
 		}
 	}
 	b.StopTimer()

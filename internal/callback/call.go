@@ -387,28 +387,14 @@ func (h *Handler) functionNames() string {
 	return strings.Join(names, ", ")
 }
 
-// answerBody is a stored result read back from the store with the
-// delivery d (when not nil) and "deduplicated" appended, after checking
-// that it is a JSON object.
-func answerBody(stored []byte, d *delivery.Record, now time.Time, deduplicated bool) ([]byte, error) {
+// storedObject checks that a stored result read back from the store is a
+// JSON object, as every result oncecall stores is: a damaged item is
+// answered as an internal error, never sent on.
+func storedObject(stored []byte) error {
 	if _, err := canonjson.Parse(stored, canonjson.Limits{}); err != nil || len(stored) < 2 || stored[0] != '{' || stored[len(stored)-1] != '}' {
-		return nil, errors.New("stored result is not a JSON object")
+		return errors.New("stored result is not a JSON object")
 	}
-	return withFlag(withDelivery(stored, d, now), deduplicated), nil
-}
-
-// withFlag appends "deduplicated" to a stored result, a JSON object, so the
-// first answer and every replay read the same apart from the flag.
-func withFlag(stored []byte, deduplicated bool) []byte {
-	out := make([]byte, 0, len(stored)+24)
-	out = append(out, stored[:len(stored)-1]...)
-	if len(stored) > 2 {
-		out = append(out, ',')
-	}
-	if deduplicated {
-		return append(out, `"deduplicated":true}`...)
-	}
-	return append(out, `"deduplicated":false}`...)
+	return nil
 }
 
 // create serves create_ticket: the operation's key, then its claim and
@@ -493,7 +479,18 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 			out = d
 		}
 	}
-	return protocol.Answer{Status: http.StatusOK, Body: withFlag(withDelivery(rec.Result, out, c.h.Now()), false)}
+	return protocol.Done(protocol.StatusCreated, c.result(rec.Result, out, false))
+}
+
+// result is the Result of a stored result: the object as stored, the
+// delivery d as the caller is told of it now (when not nil), and whether
+// the call was a replay.
+func (c *call) result(stored []byte, d *delivery.Record, deduplicated bool) *protocol.Result {
+	r := &protocol.Result{Object: stored, Deduplicated: &deduplicated}
+	if d != nil {
+		r.Delivery = d.View(c.h.Now())
+	}
+	return r
 }
 
 // replay answers a create_ticket whose key holder, a live operation,
@@ -533,15 +530,14 @@ func (c *call) replay(ctx context.Context, holder idempotency.Record, key idempo
 			return c.fail(err)
 		}
 	}
-	body, err := answerBody(holder.Result, d, c.h.Now(), true)
-	if err != nil {
+	if err := storedObject(holder.Result); err != nil {
 		return c.fail(fmt.Errorf("operation %s: %w", holder.Key, err))
 	}
 	if ans, late := c.late(ctx); late {
 		return ans
 	}
 	c.log.outcome = OutcomeDeduplicated
-	return protocol.Answer{Status: http.StatusOK, Body: body}
+	return protocol.Done(protocol.StatusCreated, c.result(holder.Result, d, true))
 }
 
 // CodeWithdrawn refuses the replay of an operation whose user's record no
@@ -609,5 +605,5 @@ func (c *call) get(ctx context.Context) protocol.Answer {
 		dv := d.View(c.h.Now())
 		v.Delivery = &dv
 	}
-	return protocol.JSON(http.StatusOK, found{Status: protocol.StatusFound, Ticket: v})
+	return protocol.Value(protocol.StatusFound, found{Status: protocol.StatusFound, Ticket: v})
 }

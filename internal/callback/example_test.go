@@ -92,12 +92,12 @@ func ExampleHandler_Call() {
 	for range 2 {
 		hash, _ := nonce.Generate(hookKey, nonce.MinCost) // AIVAX sends a fresh one each time
 		ans := h.Call(context.Background(), callback.Request{Nonce: hash, Body: body})
-		fmt.Println(ans.Status, string(ans.Body))
+		fmt.Println(ans.Status, string(ans.Body()))
 	}
 	fmt.Println(len(store.tickets), "ticket")
 
 	ans := h.Call(context.Background(), callback.Request{Nonce: "", Body: body})
-	fmt.Println(ans.Status, string(ans.Body))
+	fmt.Println(ans.Status, string(ans.Body()))
 	// Output:
 	// 200 {"status":"created","ticket_id":"bab3c27b-60cb-40e3-88a9-86d9f58daed6","deduplicated":false}
 	// 200 {"status":"created","ticket_id":"bab3c27b-60cb-40e3-88a9-86d9f58daed6","deduplicated":true}

@@ -2,7 +2,6 @@ package callback
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/oncecall/oncecall/internal/protocol"
 )
@@ -40,7 +39,7 @@ func (h *Handler) List(ctx context.Context, nonceHeader, callbackURL string) pro
 	ans, ok := c.authenticate()
 	if ok {
 		c.log.outcome = OutcomeListed
-		ans = protocol.JSON(http.StatusOK, h.Listing(callbackURL))
+		ans = protocol.Value(OutcomeListed, h.Listing(callbackURL))
 	}
 	c.finish(ctx, ans)
 	return ans

@@ -2,7 +2,6 @@ package callback
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/delivery"
@@ -32,24 +31,4 @@ func (h *Handler) queued(opKey, ticketID string, now time.Time) *delivery.Record
 	}
 	r := delivery.NewQueued(h.Outbox.Destination(), delivery.Key(opKey, ticketID), now)
 	return &r
-}
-
-// withDelivery appends the "delivery" member, what the caller is told of
-// d at now, to an answer body (a JSON object). A nil d leaves it as is.
-func withDelivery(body []byte, d *delivery.Record, now time.Time) []byte {
-	if d == nil {
-		return body
-	}
-	v, err := json.Marshal(d.View(now))
-	if err != nil {
-		return body
-	}
-	out := make([]byte, 0, len(body)+len(v)+16)
-	out = append(out, body[:len(body)-1]...)
-	if len(body) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, `"delivery":`...)
-	out = append(out, v...)
-	return append(out, '}')
 }

@@ -158,11 +158,11 @@ func TestInlineKeepsTheDeadlineReserve(t *testing.T) {
 		t.Fatalf("answered after %v, past the 1 s deadline", took)
 	}
 	var body map[string]any
-	if err := json.Unmarshal(ans.Body, &body); err != nil || ans.Status != 200 || body["status"] != "created" {
-		t.Fatalf("answer %d %s", ans.Status, ans.Body)
+	if err := json.Unmarshal(ans.Body(), &body); err != nil || ans.Status != 200 || body["status"] != "created" {
+		t.Fatalf("answer %d %s", ans.Status, ans.Body())
 	}
 	if d, _ := body["delivery"].(map[string]any); d["state"] != "queued" {
-		t.Fatalf("answer %s", ans.Body)
+		t.Fatalf("answer %s", ans.Body())
 	}
 }
 

@@ -194,8 +194,8 @@ func runCalls(b *testing.B, h *callback.Handler, want string) {
 	b.Helper()
 	req := callback.Request{Nonce: benchNonce, Body: benchBody}
 	ans := h.Call(context.Background(), req)
-	if ans.Status != 200 || !bytes.Contains(ans.Body, []byte(want)) {
-		b.Fatalf("answer %d %s, want %s", ans.Status, ans.Body, want)
+	if ans.Status != 200 || !bytes.Contains(ans.Body(), []byte(want)) {
+		b.Fatalf("answer %d %s, want %s", ans.Status, ans.Body(), want)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

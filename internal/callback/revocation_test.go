@@ -219,13 +219,13 @@ func TestEveryCallIsBoundedByTheDeadline(t *testing.T) {
 	r.h.Store = d
 	start := time.Now()
 	first := r.h.Call(context.Background(), callback.Request{Nonce: validNonce(t), Body: []byte(create("user-a", "r-1", signIn))})
-	got := r.h.Call(context.Background(), callback.Request{Nonce: validNonce(t), Body: []byte(callBody("user-a", "", "get_ticket", `{"ticket_id":"`+ticketID(t, first.Body)+`"}`))})
+	got := r.h.Call(context.Background(), callback.Request{Nonce: validNonce(t), Body: []byte(callBody("user-a", "", "get_ticket", `{"ticket_id":"`+ticketID(t, first.Body())+`"}`))})
 	served := r.h.Serve(context.Background(), callback.Call{Door: callback.CallbackDoor, Nonce: validNonce(t), Function: ticket.CreateName,
 		Arguments: map[string]any{"title": "Cannot sign in"}, ExternalUserID: "user-a", RequestID: "r-2"})
 	end := time.Now()
 	for i, a := range []protocol.Answer{first, got, served} {
 		if a.Status != 200 {
-			t.Fatalf("call %d: %d %s", i, a.Status, a.Body)
+			t.Fatalf("call %d: %d %s", i, a.Status, a.Body())
 		}
 	}
 	d.mu.Lock()

@@ -209,7 +209,7 @@ func write(w http.ResponseWriter, a protocol.Answer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(a.Status)
-	_, _ = w.Write(a.Body)
+	_, _ = w.Write(a.Body())
 }
 
 // localRefusal says why the local server refuses r, "" when it does not.

@@ -267,41 +267,35 @@ func clipKey(k string) string {
 	return strings.ToValidUTF8(k[:64], "") + "…"
 }
 
-// answer is what toResult reads of a callback answer.
-type answer struct {
-	Status  string `json:"status"`
-	Message string `json:"message"`
-	Error   struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// toResult maps a callback answer to the tools/call answer: a result for
+// toResult encodes a call's answer as the tools/call answer: a result for
 // what the call did, a result with isError for what the model can act
 // on, and a JSON-RPC error, which MCP clients show their user, for a
 // refused nonce or user. The refusal is no HTTP 401 or 403: clients read
 // those as the start of OAuth, and their user would never see it.
 func toResult(ans protocol.Answer) (*sdk.CallToolResult, error) {
-	var a answer
-	_ = json.Unmarshal(ans.Body, &a)
 	switch {
 	case ans.Status == http.StatusUnauthorized || ans.Status == http.StatusForbidden:
 		// The callback's refusal, which discloses nothing stored.
-		data, _ := json.Marshal(map[string]string{"status": a.Status, "code": a.Error.Code})
-		return nil, &jsonrpc.Error{Code: CodeUnauthorized, Message: a.Error.Code + ": " + a.Error.Message, Data: data}
-	case ans.Status == http.StatusOK && (a.Status == protocol.StatusCreated || a.Status == protocol.StatusFound):
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(ans.Body)}}, StructuredContent: json.RawMessage(ans.Body)}, nil
+		data, _ := json.Marshal(map[string]string{"status": ans.Outcome, "code": ans.Code})
+		return nil, &jsonrpc.Error{Code: CodeUnauthorized, Message: ans.Code + ": " + ans.Message, Data: data}
+	case ans.Result != nil:
+		b, err := ans.Result.JSON()
+		if err != nil {
+			i := protocol.Internal()
+			return toolError(i.Code, i.Message), nil
+		}
+		// The same bytes as the /callback door's body, as text for the
+		// model and as structured content.
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
+	case ans.Code != "":
+		// Rejections, not_found and internal errors: words the model can
+		// act on.
+		return toolError(ans.Code, ans.Message), nil
+	case ans.Outcome != "":
+		// in_progress and busy.
+		return toolError(ans.Outcome, ans.Message), nil
 	}
-	// Rejections, not_found, in_progress, busy and internal errors: words
-	// the model can act on.
-	if a.Error.Code != "" {
-		return toolError(a.Error.Code, a.Error.Message), nil
-	}
-	if a.Status != "" {
-		return toolError(a.Status, a.Message), nil
-	}
-	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.Message}}, IsError: true}, nil
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: ans.Message}}, IsError: true}, nil
 }
 
 // toolError is a result with isError whose one text block is

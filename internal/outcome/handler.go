@@ -107,7 +107,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (status int, out
 	case err != nil:
 		return refuse(protocol.Internal(), protocol.StatusError, "")
 	}
-	write(w, protocol.JSON(http.StatusOK, v))
+	write(w, protocol.Value(v.Status, v))
 	return http.StatusOK, v.Status, ""
 }
 
@@ -154,5 +154,5 @@ func write(w http.ResponseWriter, a protocol.Answer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(a.Status)
-	_, _ = w.Write(a.Body)
+	_, _ = w.Write(a.Body())
 }

@@ -34,7 +34,7 @@ func ExampleDecode_refused() {
 	if errors.As(err, &re) {
 		fmt.Println(re.Status, re.Code)
 		fmt.Println(re.Message)
-		fmt.Println(string(protocol.Refuse(re).Body))
+		fmt.Println(string(protocol.Refuse(re).Body()))
 	}
 	// Output:
 	// 200 invalid_arguments

@@ -107,14 +107,14 @@ func TestAnswers(t *testing.T) {
 		"busy": Busy(), "in progress": InProgress(), "internal": Internal(),
 		"refuse 400": Refuse(&RequestError{Status: 400, Code: "c", Message: "m"}),
 	} {
-		if len(a.Body) == 0 || a.Body[0] != '{' {
-			t.Errorf("%s: body %q", name, a.Body)
+		if len(a.Body()) == 0 || a.Body()[0] != '{' {
+			t.Errorf("%s: body %q", name, a.Body())
 		}
 	}
 	if Reject("c", "m").Status != http.StatusOK || Unauthorized("c", "m").Status != 401 || Forbidden("c", "m").Status != 403 || Internal().Status != 500 {
 		t.Error("wrong statuses")
 	}
-	if got := string(Busy().Body); !strings.Contains(got, `"status":"busy"`) || !strings.Contains(got, `"retryable":true`) {
+	if got := string(Busy().Body()); !strings.Contains(got, `"status":"busy"`) || !strings.Contains(got, `"retryable":true`) {
 		t.Errorf("busy body %s", got)
 	}
 }

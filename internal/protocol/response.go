@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
 )
 
 // Status values of a callback answer's "status" field. AIVAX reads no field
@@ -28,10 +30,110 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 )
 
-// Answer is one callback response: the HTTP status and a small JSON body.
+// Answer is what a call answered, as a value: each door encodes it, the
+// /callback door as the JSON Body gives, the MCP door as a tool result
+// (a refusal's Code and Message, a Result's JSON), and the log line and
+// metrics read Outcome and Code, never an encoded body.
 type Answer struct {
+	// Status is the HTTP status the /callback door answers with.
 	Status int
-	Body   []byte
+	// Outcome is the body's "status" member (StatusCreated, ...); empty
+	// in an Answer that only says a step passed.
+	Outcome string
+	// Code and Message say what a refusal refused and how to fix it;
+	// Message alone, with Retryable, what a notice asks.
+	Code, Message string
+	Retryable     bool
+	// Result is what a function answered when it did what was asked.
+	Result *Result
+}
+
+// Result is a function's answer when it did what was asked: a JSON
+// object, then, when set, its "delivery" and "deduplicated" members, in
+// that order.
+type Result struct {
+	// Object is a JSON object: a stored result, byte for byte as stored,
+	// or a value's encoding.
+	Object []byte
+	// Delivery, when not nil, is encoded as the "delivery" member.
+	Delivery any
+	// Deduplicated, when not nil, is encoded as the "deduplicated" member.
+	Deduplicated *bool
+}
+
+// JSON encodes r: Object with Delivery and Deduplicated appended, so that
+// the first answer and every replay of a stored result read the same
+// apart from the flag. An error means Object is not a JSON object or
+// Delivery cannot be encoded.
+func (r *Result) JSON() ([]byte, error) {
+	o := r.Object
+	if len(o) < 2 || o[0] != '{' || o[len(o)-1] != '}' {
+		return nil, errors.New("protocol: a result is not a JSON object")
+	}
+	out := make([]byte, 0, len(o)+64)
+	out = append(out, o[:len(o)-1]...)
+	more := len(o) > 2
+	member := func(name string, v []byte) {
+		if more {
+			out = append(out, ',')
+		}
+		more = true
+		out = append(out, '"')
+		out = append(out, name...)
+		out = append(out, '"', ':')
+		out = append(out, v...)
+	}
+	if r.Delivery != nil {
+		v, err := json.Marshal(r.Delivery)
+		if err != nil {
+			return nil, err
+		}
+		member("delivery", v)
+	}
+	if r.Deduplicated != nil {
+		member("deduplicated", []byte(strconv.FormatBool(*r.Deduplicated)))
+	}
+	return append(out, '}'), nil
+}
+
+// Done is the answer of a function that did what was asked: 200, r.
+func Done(outcome string, r *Result) Answer {
+	return Answer{Status: http.StatusOK, Outcome: outcome, Result: r}
+}
+
+// Value is Done with v's JSON encoding, a JSON object, as the Result: for
+// answers built from values rather than stored. v must encode as an
+// object; the types that use it always do.
+func Value(outcome string, v any) Answer {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Internal()
+	}
+	return Done(outcome, &Result{Object: b})
+}
+
+// Body is a's encoding for the /callback door: a Result's JSON, or
+// {"status":…,"error":{"code":…,"message":…}} for a refusal, or
+// {"status":…,"retryable":true,"message":…} for a notice. A Result that
+// cannot be encoded is answered as Internal's body.
+func (a Answer) Body() []byte {
+	var v any
+	switch {
+	case a.Result != nil:
+		b, err := a.Result.JSON()
+		if err != nil {
+			return Internal().Body()
+		}
+		return b
+	case a.Code != "":
+		v = refusal{Status: a.Outcome, Error: errorDetail{Code: a.Code, Message: a.Message}}
+	case a.Outcome != "":
+		v = notice{Status: a.Outcome, Retryable: a.Retryable, Message: a.Message}
+	default:
+		return nil
+	}
+	b, _ := json.Marshal(v) // strings only: never fails
+	return b
 }
 
 // errorDetail is the "error" member of a refusal.
@@ -55,20 +157,10 @@ type notice struct {
 	Message   string `json:"message"`
 }
 
-// JSON encodes v as an answer with the given HTTP status. v must be
-// encodable; the types of this package always are.
-func JSON(status int, v any) Answer {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return Internal()
-	}
-	return Answer{Status: status, Body: b}
-}
-
-// refuse builds every refusal body: httpStatus is the HTTP status, status
-// the body's "status" member.
+// refuse builds every refusal: httpStatus is the HTTP status, status the
+// body's "status" member.
 func refuse(httpStatus int, status, code, message string) Answer {
-	return JSON(httpStatus, refusal{Status: status, Error: errorDetail{Code: code, Message: message}})
+	return Answer{Status: httpStatus, Outcome: status, Code: code, Message: message}
 }
 
 // Reject is a 200 answer that tells the model what to correct.
@@ -102,27 +194,21 @@ func NotFound(code, message string) Answer {
 // InProgress is a 200 answer for an operation that is claimed but not
 // finished: the caller must not start another one.
 func InProgress() Answer {
-	return JSON(http.StatusOK, notice{
-		Status:    StatusInProgress,
-		Retryable: true,
-		Message:   "This operation is already in progress. Do not create another one; check again later with the same request.",
-	})
+	return Answer{Status: http.StatusOK, Outcome: StatusInProgress, Retryable: true,
+		Message: "This operation is already in progress. Do not create another one; check again later with the same request."}
 }
 
 // Busy is a 200 answer for a store that could not decide the call now.
 func Busy() Answer {
-	return JSON(http.StatusOK, notice{
-		Status:    StatusBusy,
-		Retryable: true,
-		Message:   "The ticket store is busy. Retry this same call shortly; it will not create a duplicate.",
-	})
+	return Answer{Status: http.StatusOK, Outcome: StatusBusy, Retryable: true,
+		Message: "The ticket store is busy. Retry this same call shortly; it will not create a duplicate."}
 }
 
-// internalBody is fixed so that Internal cannot fail; TestInternalIsARefusal
-// checks that it is the body refuse builds.
-var internalBody = []byte(`{"status":"error","error":{"code":"internal","message":"Internal error. Nothing was left half written; retrying the same call is safe."}}`)
+// CodeInternal is the code of the 500 answer.
+const CodeInternal = "internal"
 
 // Internal is the 500 answer.
 func Internal() Answer {
-	return Answer{Status: http.StatusInternalServerError, Body: internalBody}
+	return refuse(http.StatusInternalServerError, StatusError, CodeInternal,
+		"Internal error. Nothing was left half written; retrying the same call is safe.")
 }
