@@ -60,9 +60,13 @@ func FuzzEnvelope(f *testing.F) {
 			return
 		}
 		if res != nil {
-			text := res.Content[0].(*sdk.TextContent).Text
-			if !res.IsError || len(text) > maxMessageBytes || !utf8.ValidString(text) {
-				t.Fatalf("arguments refusal %+v", res)
+			out, err := toResult(*res)
+			if err != nil {
+				t.Fatalf("arguments refusal %+v: %v", res, err)
+			}
+			text := out.Content[0].(*sdk.TextContent).Text
+			if !out.IsError || len(text) > maxMessageBytes || !utf8.ValidString(text) {
+				t.Fatalf("arguments refusal %+v", out)
 			}
 			return
 		}

@@ -101,10 +101,14 @@ func tools(h *callback.Handler, openWorld bool) []*sdk.Tool {
 // through the callback's pipeline, its answer mapped to a result.
 func (d *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	x := exchangeFrom(ctx)
-	c, res, err := toCall(req.Params)
-	if res != nil || err != nil {
-		x.refused.Store(codeFor(res, err))
-		return res, err
+	c, refused, err := toCall(req.Params)
+	switch {
+	case err != nil:
+		x.refused.Store(codeInvalidParams)
+		return nil, err
+	case refused != nil:
+		x.refused.Store(refused.Code)
+		return toResult(*refused)
 	}
 	if c.Nonce == "" {
 		c.Nonce = x.nonce
@@ -115,10 +119,10 @@ func (d *Handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 }
 
 // toCall maps tools/call params to a callback.Call. What it cannot map
-// is answered before the pipeline: a tool result the model can correct
-// for arguments that are not acceptable JSON, a -32602 error for params of
+// is answered before the pipeline: a rejection the model can correct for
+// arguments that are not acceptable JSON, a -32602 error for params of
 // the wrong shape.
-func toCall(p *sdk.CallToolParamsRaw) (callback.Call, *sdk.CallToolResult, error) {
+func toCall(p *sdk.CallToolParamsRaw) (callback.Call, *protocol.Answer, error) {
 	c := callback.Call{Door: Door, Function: p.Name, Metadata: map[string]string{}}
 	args, res, err := arguments(p.Arguments)
 	if res != nil || err != nil {
@@ -178,9 +182,9 @@ func toCall(p *sdk.CallToolParamsRaw) (callback.Call, *sdk.CallToolResult, error
 
 // arguments parses params.arguments as the callback parses
 // function.content: a value that is not acceptable JSON (a duplicate
-// member, an integer beyond 2^53, a string past the limit) is a result the
-// model can correct.
-func arguments(raw json.RawMessage) (map[string]any, *sdk.CallToolResult, error) {
+// member, an integer beyond 2^53, a string past the limit) is a rejection
+// the model can correct.
+func arguments(raw json.RawMessage) (map[string]any, *protocol.Answer, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return map[string]any{}, nil, nil
 	}
@@ -192,9 +196,11 @@ func arguments(raw json.RawMessage) (map[string]any, *sdk.CallToolResult, error)
 			path, reason = argumentsPath+pathSuffix(se.Path), se.Reason
 		}
 		if errors.Is(err, canonjson.ErrTooLong) {
-			return nil, toolError(protocol.CodeTooLarge, fmt.Sprintf("%s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipPath(path), protocol.MaxStringBytes)), nil
+			a := protocol.Reject(protocol.CodeTooLarge, fmt.Sprintf("%s is longer than %d bytes, the limit for any string. Shorten it and call again.", clipPath(path), protocol.MaxStringBytes))
+			return nil, &a, nil
 		}
-		return nil, toolError(protocol.CodeInvalidArguments, fmt.Sprintf("the arguments are not valid: %s at %s. Send the arguments as one JSON object with unique member names.", clipPath(reason), clipPath(path))), nil
+		a := protocol.Reject(protocol.CodeInvalidArguments, fmt.Sprintf("the arguments are not valid: %s at %s. Send the arguments as one JSON object with unique member names.", clipPath(reason), clipPath(path)))
+		return nil, &a, nil
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -216,17 +222,6 @@ func pathSuffix(p string) string {
 
 func invalidParams(msg string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
-}
-
-// codeFor is the log code of a tools/call refused before the pipeline.
-func codeFor(res *sdk.CallToolResult, err error) string {
-	if err != nil {
-		return codeInvalidParams
-	}
-	if t, ok := res.Content[0].(*sdk.TextContent); ok && strings.HasPrefix(t.Text, protocol.CodeTooLarge+":") {
-		return protocol.CodeTooLarge
-	}
-	return protocol.CodeInvalidArguments
 }
 
 // metaString reads a _meta field this door uses: a string or null.
