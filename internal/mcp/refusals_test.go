@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/mcp"
+	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -234,16 +235,21 @@ func TestBearerToken(t *testing.T) {
 func TestOneLogLinePerRequest(t *testing.T) {
 	r := newRig(t, mcp.Options{})
 	secretTitle := "title-not-for-logs"
-	bodies := []struct{ body, outcome, method string }{
-		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "handshake", "initialize"},
-		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "handshake", "notifications/initialized"},
-		{`{"jsonrpc":"2.0","id":2,"method":"ping"}`, "handshake", "ping"},
-		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "listed", "tools/list"},
-		{`{"jsonrpc":"2.0","id":4,`, "rejected", ""},
-		{`{"jsonrpc":"2.0","id":5,"method":"nope"}`, "rejected", mcp.UnknownMethod},
-		{callBody(6, "create_ticket", map[string]any{"title": secretTitle}, rawMeta("user-a", "log-rid-1")), "created", ""},
-		{callBody(7, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "_aiv_nonce", wrongNonce)), "unauthorized", ""},
-		{callBody(8, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "request_id", 5)), "rejected", "tools/call"},
+	dup := strings.Replace(callBody(10, "create_ticket", map[string]any{"title": "dup-title"}, rawMeta("user-a", "log-rid-2")), `"title":"dup-title"`, `"title":"dup-title","title":"other"`, 1)
+	long := callBody(11, "create_ticket", map[string]any{"title": strings.Repeat("x", protocol.MaxStringBytes+1)}, rawMeta("user-a", "log-rid-3"))
+	bodies := []struct{ body, outcome, method, code string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`, "handshake", "initialize", ""},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "handshake", "notifications/initialized", ""},
+		{`{"jsonrpc":"2.0","id":2,"method":"ping"}`, "handshake", "ping", ""},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "listed", "tools/list", ""},
+		{`{"jsonrpc":"2.0","id":4,`, "rejected", "", ""},
+		{`{"jsonrpc":"2.0","id":5,"method":"nope"}`, "rejected", mcp.UnknownMethod, ""},
+		{callBody(6, "create_ticket", map[string]any{"title": secretTitle}, rawMeta("user-a", "log-rid-1")), "created", "", ""},
+		{callBody(7, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "_aiv_nonce", wrongNonce)), "unauthorized", "", ""},
+		{callBody(8, "create_ticket", map[string]any{"title": secretTitle}, with(rawMeta("user-a", "log-rid-1"), "request_id", 5)), "rejected", "tools/call", "invalid_params"},
+		// Arguments refused before the pipeline log the refusal's code.
+		{dup, "rejected", "tools/call", "invalid_arguments"},
+		{long, "rejected", "tools/call", "too_large"},
 	}
 	for _, b := range bodies {
 		before := len(strings.Split(strings.TrimSpace(r.logs.String()), "\n"))
@@ -253,8 +259,8 @@ func TestOneLogLinePerRequest(t *testing.T) {
 		r.postRaw(b.body)
 		lines := strings.Split(strings.TrimSpace(r.logs.String()), "\n")[before:]
 		if len(lines) != 1 || !strings.Contains(lines[0], `"outcome":"`+b.outcome+`"`) || !strings.Contains(lines[0], `"msg":"mcp"`) ||
-			(b.method != "" && !strings.Contains(lines[0], `"method":"`+b.method+`"`)) {
-			t.Errorf("%.60s: log %q, want one line with outcome %s", b.body, lines, b.outcome)
+			(b.method != "" && !strings.Contains(lines[0], `"method":"`+b.method+`"`)) || (b.code != "" && !strings.Contains(lines[0], `"code":"`+b.code+`"`)) {
+			t.Errorf("%.60s: log %q, want one line with outcome %s and code %q", b.body, lines, b.outcome, b.code)
 		}
 	}
 	for _, secret := range []string{validNonce(), wrongNonce, secretTitle, "user-a", "log-rid-1"} {
