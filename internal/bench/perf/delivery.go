@@ -85,6 +85,9 @@ func Delivery(ctx context.Context, st *Store, n int) (DeliveryResult, error) {
 		return r, err
 	}
 	defer c.Close()
+	if err := warmIDKey(ctx, svc); err != nil {
+		return r, err
+	}
 	before := st.Front.Counts()
 	received := make(map[string]time.Time, n)
 	for i := range n {

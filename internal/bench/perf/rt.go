@@ -137,6 +137,9 @@ func RTDelivery(ctx context.Context, st *Store, n, lost int) (RTResult, error) {
 				return out, nil, svc, err
 			}
 		}
+		if err := warmIDKey(ctx, svc); err != nil {
+			return out, nil, svc, err
+		}
 		before, seen := st.Front.Counts(), proxy.Counts()
 		mu.Lock()
 		base := searched
