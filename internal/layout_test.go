@@ -22,6 +22,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/oncecall/oncecall/internal/callback"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -413,5 +415,62 @@ func TestBothMainsAssembleOneServer(t *testing.T) {
 				t.Errorf("%s calls %s itself; app.Server does", name, c)
 			}
 		}
+	}
+}
+
+// toolFiles are where a tool may be named: its own file in the callback
+// package (tools_*.go), and the ticket domain, which defines the ticket
+// tools' arguments beside the ticket they describe.
+func toolFile(path string) bool {
+	return strings.HasPrefix(path, "internal/ticket/") ||
+		(strings.HasPrefix(path, "internal/callback/tools_") && strings.HasSuffix(path, ".go"))
+}
+
+// TestNoToolIsNamedOutsideItsFile reads what ships (go/ast): outside a
+// tool's own file, no code names a tool, by its name in a string or by the
+// identifiers that define it, so no switch or literal picks one out. The
+// doors, the pipeline, the store and the wiring serve whatever
+// callback.Tools lists.
+func TestNoToolIsNamedOutsideItsFile(t *testing.T) {
+	var names []string
+	for _, tl := range callback.Tools {
+		names = append(names, tl.Name())
+	}
+	word := regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
+	// The identifiers of the ticket package that define its tools.
+	defining := map[string]bool{"CreateName": true, "GetName": true, "Create": true, "Get": true}
+	checked := 0
+	for path := range list(t) {
+		if !ships(path) {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join("..", path, "*.go"))
+		for _, f := range files {
+			rel := strings.TrimPrefix(filepath.ToSlash(f), "../")
+			if strings.HasSuffix(f, "_test.go") || toolFile(rel) {
+				continue
+			}
+			checked++
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.BasicLit:
+					if x.Kind == token.STRING && word.MatchString(x.Value) {
+						t.Errorf("%s names a tool in %s", rel, x.Value)
+					}
+				case *ast.SelectorExpr:
+					if id, ok := x.X.(*ast.Ident); ok && id.Name == "ticket" && defining[x.Sel.Name] {
+						t.Errorf("%s names a tool: ticket.%s", rel, x.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("read %d files of what ships", checked)
 	}
 }

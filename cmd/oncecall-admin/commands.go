@@ -33,19 +33,19 @@ var commands = []*command{
 	{
 		name: "user add", summary: "create a user; refuses an id that exists (nothing is replaced)",
 		synopsis: "-id ID -tenant T -functions F[,F] [-name N] [-disabled] [target flags] [-operator NAME] [-json]",
-		example:  "user add -id user-f -tenant tenant-c -name frank -functions create_ticket,get_ticket -operator alice",
+		example:  "user add -id user-f -tenant tenant-c -name frank -functions " + strings.Join(toolNames(), ",") + " -operator alice",
 		store:    true, change: true, bind: userAdd,
 	},
 	{
 		name: "user grant", summary: "let a user call one more function; nothing else changes",
 		synopsis: "-id ID -function F [-version N] [target flags] [-operator NAME] [-json]",
-		example:  "user grant -id user-e -function create_ticket -operator alice",
+		example:  "user grant -id user-e -function " + toolNames()[0] + " -operator alice",
 		store:    true, change: true, bind: userGrant,
 	},
 	{
 		name: "user revoke", summary: "take one function from a user (never the last: disable the user instead); returns at once, and no call that reads the record from then on may use it",
 		synopsis: "-id ID -function F [-version N] [-no-wait] [target flags] [-operator NAME] [-json]",
-		example:  "user revoke -id user-a -function create_ticket -operator alice",
+		example:  "user revoke -id user-a -function " + toolNames()[0] + " -operator alice",
 		store:    true, change: true, bind: userRevoke,
 	},
 	{

@@ -574,7 +574,7 @@ func created(t *testing.T, env *dynamotest.Env, u identity.User, key, requestID,
 			CreatedAt: at, ExpiresAt: at.Add(24 * time.Hour),
 		}
 		tk := ticket.Ticket{ID: id, Tenant: u.Tenant, UserID: u.ExternalID, Title: "Cannot sign in", Description: description,
-			Priority: "normal", CreatedAt: at, OperationKey: key, RequestID: requestID}
+			Priority: "normal", CreatedAt: at, Function: ticket.CreateName, OperationKey: key, RequestID: requestID}
 		existing, taken, err := store.Create(context.Background(), rec, tk, nil)
 		if errors.Is(err, ticket.ErrExists) {
 			continue

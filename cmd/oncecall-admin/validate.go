@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/protocol"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
@@ -50,20 +51,23 @@ func checkName(v string) error {
 
 // checkFunction refuses a function oncecall does not have.
 func checkFunction(flagName, f string) error {
-	for _, fn := range ticket.Functions {
-		if fn.Name == f {
+	for _, t := range callback.Tools {
+		if t.Name() == f {
 			return nil
 		}
 	}
 	return usageError("%s %q is not one of oncecall's functions (%s)", flagName, f, functionNames())
 }
 
-func functionNames() string {
-	names := make([]string, len(ticket.Functions))
-	for i, fn := range ticket.Functions {
-		names[i] = fn.Name
+func functionNames() string { return strings.Join(toolNames(), ", ") }
+
+// toolNames names oncecall's tools, in their listing order.
+func toolNames() []string {
+	names := make([]string, len(callback.Tools))
+	for i, t := range callback.Tools {
+		names[i] = t.Name()
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
 // parseFunctions reads a comma-separated list of functions.

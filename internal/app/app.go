@@ -29,15 +29,14 @@ import (
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/secret"
-	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // FunctionNames names the functions the handler serves, in listing order:
 // the ones a KEY_POLICY may name (config.Load takes them).
 func FunctionNames() []string {
-	names := make([]string, len(ticket.Functions))
-	for i, f := range ticket.Functions {
-		names[i] = f.Name
+	names := make([]string, len(callback.Tools))
+	for i, t := range callback.Tools {
+		names[i] = t.Name()
 	}
 	return names
 }

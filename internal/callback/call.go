@@ -36,8 +36,10 @@ type call struct {
 	// verification; user is what it found, once the call is identified.
 	read *userRead
 	user identity.User
-	// fn is the function called, once found in the catalogue, and args
-	// its arguments as it will act on them, once validated.
+	// tool is the tool called, once found among the Handler's, fn its
+	// Function, and args its arguments as it will act on them, once
+	// validated.
+	tool *Tool
 	fn   *schema.Function
 	args map[string]any
 	// log is the call's one log line.
@@ -266,8 +268,8 @@ func (c *call) perform(ctx context.Context) protocol.Answer {
 	// Only a function of the catalogue is named in the log and the
 	// metrics: the caller's text is not, before or after it is checked.
 	c.log.function = UnknownFunction
-	c.fn = c.h.function(c.in.Function)
-	if c.fn != nil {
+	if c.tool = c.h.tool(c.in.Function); c.tool != nil {
+		c.fn = c.tool.Function
 		c.log.function = c.fn.Name
 	}
 	if ans, ok := c.identify(ctx); !ok {
@@ -278,13 +280,7 @@ func (c *call) perform(ctx context.Context) protocol.Answer {
 	}
 	ctx, cancel := storeContext(ctx)
 	defer cancel()
-	switch c.fn.Name {
-	case ticket.CreateName:
-		return c.create(ctx)
-	case ticket.GetName:
-		return c.get(ctx)
-	}
-	return c.fail(fmt.Errorf("function %s has no implementation", c.fn.Name))
+	return c.tool.run(c, ctx)
 }
 
 // identify finds the caller among oncecall's users: the tenant comes from
@@ -370,19 +366,20 @@ func storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithCancel(ctx)
 }
 
-func (h *Handler) function(name string) *schema.Function {
-	for _, f := range h.Functions {
-		if f.Name == name {
-			return f
+// tool is the Handler's tool called name, nil when there is none.
+func (h *Handler) tool(name string) *Tool {
+	for _, t := range h.Tools {
+		if t.Name() == name {
+			return t
 		}
 	}
 	return nil
 }
 
 func (h *Handler) functionNames() string {
-	names := make([]string, len(h.Functions))
-	for i, f := range h.Functions {
-		names[i] = f.Name
+	names := make([]string, len(h.Tools))
+	for i, t := range h.Tools {
+		names[i] = t.Name()
 	}
 	return strings.Join(names, ", ")
 }
@@ -395,91 +392,6 @@ func storedObject(stored []byte) error {
 		return errors.New("stored result is not a JSON object")
 	}
 	return nil
-}
-
-// create serves create_ticket: the operation's key, then its claim and
-// ticket in one transaction, or the answer of the operation that holds
-// the key already.
-func (c *call) create(ctx context.Context) protocol.Answer {
-	rid := c.in.RequestID
-	if err := protocol.CheckRequestID(rid, c.door.RequestID); err != nil {
-		return c.refuse(err)
-	}
-	pol := c.h.Policies.For(c.fn.Name)
-	c.h.debug(ctx, "key policy", slog.String("function", c.fn.Name), slog.String("policy", string(pol)))
-	key, err := idempotency.Derive(pol, idempotency.Operation{
-		Tenant:    c.user.Tenant,
-		RequestID: rid,
-		Function:  c.fn.Name,
-		Arguments: c.args,
-	})
-	if err != nil {
-		return c.fail(err)
-	}
-	if len(key.Arguments) > protocol.MaxArgumentsBytes {
-		return c.reject(protocol.CodeTooLarge, fmt.Sprintf("The arguments are %d bytes; the limit is %d. Shorten the description.", len(key.Arguments), protocol.MaxArgumentsBytes))
-	}
-	c.log.opKey = key.ID
-
-	now := c.h.Now().UTC()
-	t := ticket.FromArguments(c.args)
-	t.Tenant = c.user.Tenant
-	t.UserID = c.user.ExternalID
-	t.CreatedAt = now
-	t.OperationKey = key.ID
-	t.RequestID = rid
-	t.UserVersion = c.user.Version
-	// The first ticket of a request id takes the id the outcome read finds
-	// from the user and the request id; a later one finds it taken (no
-	// write) and takes a random id.
-	ids := []string{c.h.NewID()}
-	if rid != "" {
-		first, err := c.h.Store.FirstTicketID(ctx, c.user.ExternalID, rid)
-		if err != nil {
-			return c.fail(err)
-		}
-		ids = []string{first, ids[0]}
-	}
-	var (
-		rec    idempotency.Record
-		out    *delivery.Record
-		holder idempotency.Record
-		taken  bool
-	)
-	for i, id := range ids {
-		t.ID = id
-		rec = idempotency.Record{
-			Key:         key.ID,
-			UserID:      c.user.ExternalID,
-			Tenant:      c.user.Tenant,
-			Function:    c.fn.Name,
-			State:       idempotency.Completed,
-			Fingerprint: key.Fingerprint,
-			TicketID:    t.ID,
-			Result:      ticket.Created(t.ID),
-			CreatedAt:   now,
-			ExpiresAt:   now.Add(c.h.keep()),
-			UserVersion: c.user.Version,
-		}
-		out = c.h.queued(key.ID, t.ID, now)
-		holder, taken, err = c.h.Store.Create(ctx, rec, t, out)
-		if !errors.Is(err, ticket.ErrExists) || i == len(ids)-1 {
-			break
-		}
-	}
-	switch {
-	case err != nil:
-		return c.fail(err)
-	case taken:
-		return c.replay(ctx, holder, key)
-	}
-	c.log.outcome = protocol.StatusCreated
-	if out != nil {
-		if d := c.h.Outbox.Committed(ctx, t.ID); d != nil {
-			out = d
-		}
-	}
-	return protocol.Done(protocol.StatusCreated, c.result(rec.Result, out, false))
 }
 
 // result is the Result of a stored result: the object as stored, the
@@ -563,47 +475,4 @@ func (c *call) vouched(ctx context.Context, t *ticket.Ticket) (*ticket.Ticket, e
 		return nil, nil
 	}
 	return t, nil
-}
-
-type found struct {
-	Status string     `json:"status"`
-	Ticket ticketView `json:"ticket"`
-}
-
-// ticketView is what get_ticket discloses: the ticket and, when it has
-// one, its delivery.
-type ticketView struct {
-	ticket.View
-	Delivery *delivery.View `json:"delivery,omitempty"`
-}
-
-// get serves get_ticket: a ticket of the caller's tenant, with its
-// delivery.
-func (c *call) get(ctx context.Context) protocol.Answer {
-	id, _ := c.args["ticket_id"].(string)
-	t, d, err := c.h.Store.ReadTicket(ctx, id)
-	if err != nil {
-		return c.fail(err)
-	}
-	if ans, late := c.late(ctx); late {
-		return ans
-	}
-	// Another tenant's ticket, and one its maker's record no longer
-	// vouches for, are indistinguishable from a missing one.
-	if t != nil && t.Tenant == c.user.Tenant {
-		if t, err = c.vouched(ctx, t); err != nil {
-			return c.fail(err)
-		}
-	}
-	if t == nil || t.Tenant != c.user.Tenant {
-		c.log.outcome, c.log.code = protocol.StatusNotFound, "ticket_not_found"
-		return protocol.NotFound("ticket_not_found", "No ticket "+id+" is visible to this user. Check the ticket_id that create_ticket returned.")
-	}
-	c.log.outcome = protocol.StatusFound
-	v := ticketView{View: t.View()}
-	if d != nil {
-		dv := d.View(c.h.Now())
-		v.Delivery = &dv
-	}
-	return protocol.Value(protocol.StatusFound, found{Status: protocol.StatusFound, Ticket: v})
 }

@@ -23,8 +23,9 @@ type Listing struct {
 // function's callback. It is generated from the same definitions that
 // validate arguments.
 func (h *Handler) Listing(callbackURL string) Listing {
-	l := Listing{Functions: make([]Definition, len(h.Functions))}
-	for i, f := range h.Functions {
+	l := Listing{Functions: make([]Definition, len(h.Tools))}
+	for i, t := range h.Tools {
+		f := t.Function
 		l.Functions[i] = Definition{Name: f.Name, Description: f.Description, CallbackURL: callbackURL, ContentFormat: f.JSONSchema()}
 	}
 	return l

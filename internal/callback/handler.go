@@ -9,7 +9,6 @@ import (
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/protocol"
-	"github.com/oncecall/oncecall/internal/schema"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -93,9 +92,10 @@ const Deadline = 10 * time.Second
 // Handler serves callbacks. Its fields are set once at start-up; it is safe
 // for concurrent use.
 type Handler struct {
-	Verifier  Authenticator
-	Store     Store
-	Functions []*schema.Function
+	Verifier Authenticator
+	Store    Store
+	// Tools are the tools served, in the order they are listed.
+	Tools     []*Tool
 	Policies  idempotency.Policies
 	Retention time.Duration
 	Logger    *slog.Logger
@@ -113,7 +113,7 @@ func NewHandler(v Authenticator, store Store, logger *slog.Logger) *Handler {
 	return &Handler{
 		Verifier:  v,
 		Store:     store,
-		Functions: ticket.Functions,
+		Tools:     Tools,
 		Policies:  idempotency.Policies{},
 		Retention: idempotency.DefaultRetention,
 		Logger:    logger,

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/canonjson"
 	"github.com/oncecall/oncecall/internal/idempotency"
 	"github.com/oncecall/oncecall/internal/schema"
@@ -157,11 +158,11 @@ func TestGetTicketArgumentsAreKeptAsSent(t *testing.T) {
 // definition returns the handler's definition of a published function.
 func (r *rig) definition(name string) *schema.Function {
 	r.t.Helper()
-	i := slices.IndexFunc(r.h.Functions, func(f *schema.Function) bool { return f.Name == name })
+	i := slices.IndexFunc(r.h.Tools, func(t *callback.Tool) bool { return t.Name() == name })
 	if i < 0 {
 		r.t.Fatalf("%s is published but not defined", name)
 	}
-	return r.h.Functions[i]
+	return r.h.Tools[i].Function
 }
 
 // canon normalizes args with f and returns their canonical form.
@@ -187,8 +188,8 @@ func canon(t *testing.T, f *schema.Function, args map[string]any) string {
 func TestListingAndNormalizationAgree(t *testing.T) {
 	r := newRig(t)
 	fns := r.listing()
-	if len(fns) != len(r.h.Functions) {
-		t.Fatalf("%d functions published, %d defined", len(fns), len(r.h.Functions))
+	if len(fns) != len(r.h.Tools) {
+		t.Fatalf("%d functions published, %d defined", len(fns), len(r.h.Tools))
 	}
 	var defaults, sets, lists int
 	for _, f := range fns {

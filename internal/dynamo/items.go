@@ -111,7 +111,7 @@ func operationItem(r idempotency.Record) map[string]types.AttributeValue {
 }
 
 func ticketItem(t ticket.Ticket) map[string]types.AttributeValue {
-	item := newItem(ticketPrefix+t.ID, 14)
+	item := newItem(ticketPrefix+t.ID, 15)
 	item[attrKind] = strAV("ticket")
 	item[attrTenant] = strAV(t.Tenant)
 	item[attrUserID] = strAV(t.UserID)
@@ -128,6 +128,9 @@ func ticketItem(t ticket.Ticket) map[string]types.AttributeValue {
 		item[attrTags] = &types.AttributeValueMemberL{Value: tags}
 	}
 	item[attrCreatedAt] = strAV(t.CreatedAt.UTC().Format(time.RFC3339Nano))
+	if t.Function != "" {
+		item[attrFunction] = strAV(t.Function)
+	}
 	item[attrOpKey] = strAV(t.OperationKey)
 	item[attrRequestID] = strAV(t.RequestID)
 	item[attrUserVer] = numAV(t.UserVersion)
@@ -243,6 +246,7 @@ func decodeTicket(item map[string]types.AttributeValue) (ticket.Ticket, error) {
 		Title:        d.str(attrTitle, true),
 		Description:  d.str(attrDescription, false),
 		Priority:     d.str(attrPriority, false),
+		Function:     d.str(attrFunction, false),
 		OperationKey: d.str(attrOpKey, false),
 		RequestID:    d.str(attrRequestID, false),
 		UserVersion:  d.int(attrUserVer),

@@ -39,7 +39,7 @@ func (s *Store) RequestRecord(ctx context.Context, userID, requestID string) (*o
 		UserID:       t.UserID,
 		RequestID:    t.RequestID,
 		Tenant:       t.Tenant,
-		Function:     ticket.CreateName,
+		Function:     t.Function,
 		OperationKey: t.OperationKey,
 		TicketID:     t.ID,
 		Result:       ticket.Created(t.ID),

@@ -77,7 +77,7 @@ func (f *fixture) claim(key string) (idempotency.Record, ticket.Ticket) {
 		CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour),
 	}
 	tk := ticket.Ticket{ID: id, Tenant: alice.Tenant, UserID: alice.ExternalID, Title: "t", Priority: "normal",
-		CreatedAt: f.now, OperationKey: key, RequestID: "r-1"}
+		CreatedAt: f.now, Function: ticket.CreateName, OperationKey: key, RequestID: "r-1"}
 	return rec, tk
 }
 

@@ -201,7 +201,7 @@ func keyOf(t *rapid.T, f *schema.Function, pol idempotency.Policy, body []byte) 
 // fingerprint, and the key under the arguments policy.
 func TestPropertySameMeaningSameKey(t *testing.T) {
 	suitetest.Check(t, func(t *rapid.T) {
-		f := rapid.SampledFrom(ticket.Functions).Draw(t, "function")
+		f := rapid.SampledFrom([]*schema.Function{ticket.Create, ticket.Get}).Draw(t, "function")
 		pol := rapid.SampledFrom([]idempotency.Policy{idempotency.PolicyArguments, idempotency.PolicyRequest}).Draw(t, "policy")
 		args := drawArgs(t, f)
 		again := respell(t, f, args)

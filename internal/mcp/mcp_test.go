@@ -114,11 +114,11 @@ func TestToolsList(t *testing.T) {
 				Annotations  map[string]bool
 			}
 		}
-		if err := json.Unmarshal(p.body.Result, &list); err != nil || len(list.Tools) != len(r.h.Functions) {
+		if err := json.Unmarshal(p.body.Result, &list); err != nil || len(list.Tools) != len(r.h.Tools) {
 			t.Fatalf("tools/list %s", p.raw)
 		}
 		for i, tl := range list.Tools {
-			f := r.h.Functions[i]
+			f := r.h.Tools[i].Function
 			in, _ := json.Marshal(f.JSONSchema())
 			got, _ := json.Marshal(tl.InputSchema)
 			if tl.Name != f.Name || tl.Description != f.Description || string(in) != string(got) {

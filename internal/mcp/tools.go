@@ -15,7 +15,6 @@ import (
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/canonjson"
 	"github.com/oncecall/oncecall/internal/protocol"
-	"github.com/oncecall/oncecall/internal/ticket"
 )
 
 // The _meta fields a tools/call is read from: AIVAX's flat context.
@@ -39,11 +38,16 @@ const MaxMetaEntries = protocol.MaxMetadataEntries + 16
 const ListTTL = 10 * time.Minute
 
 // instructions is what initialize and server/discover tell the host
-// about using the tools.
-const instructions = "create_ticket creates one helpdesk ticket per operation: " +
-	"the application must put the operation's request_id in params._meta.request_id and keep it across retries; " +
-	"a retry with the same request_id returns the same ticket with deduplicated true. " +
-	"get_ticket reads a ticket by the ticket_id create_ticket returned."
+// about using the tools: each tool's Instructions.
+func instructions(h *callback.Handler) string {
+	var parts []string
+	for _, t := range h.Tools {
+		if t.Instructions != "" {
+			parts = append(parts, t.Instructions)
+		}
+	}
+	return strings.Join(parts, " ")
+}
 
 // newSDK builds the SDK's stateless, JSON-only Streamable HTTP handler
 // with the handler's functions as tools.
@@ -53,7 +57,7 @@ func (d *Handler) newSDK(o Options) http.Handler {
 		version = "dev"
 	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: version}, &sdk.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructions(d.h),
 		// Tools only: no logging capability, and the list never changes
 		// while a server runs.
 		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
@@ -72,25 +76,19 @@ func (d *Handler) newSDK(o Options) http.Handler {
 	})
 }
 
-// tools are the handler's functions as MCP tools, from the definitions
-// that validate their arguments.
+// tools are the handler's tools as MCP tools, from the definitions that
+// validate their arguments; openWorld says the deployment has a
+// destination.
 func tools(h *callback.Handler, openWorld bool) []*sdk.Tool {
-	out := make([]*sdk.Tool, 0, len(h.Functions))
-	no, yes := false, true
-	for _, f := range h.Functions {
-		t := &sdk.Tool{Name: f.Name, Description: f.Description, InputSchema: f.JSONSchema()}
-		if s := h.ResultSchema(f.Name); s != nil {
-			t.OutputSchema = s
-		}
-		switch f.Name {
-		case ticket.GetName:
+	out := make([]*sdk.Tool, 0, len(h.Tools))
+	for _, ct := range h.Tools {
+		f, hints := ct.Function, ct.Hints
+		t := &sdk.Tool{Name: f.Name, Description: f.Description, InputSchema: f.JSONSchema(), OutputSchema: ct.Result(h.Outbox != nil)}
+		if hints.ReadOnly {
 			t.Annotations = &sdk.ToolAnnotations{ReadOnlyHint: true}
-		case ticket.CreateName:
-			// Idempotent under a request_id: a repeat returns the same ticket.
-			ow := openWorld
-			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &ow}
-		default:
-			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &yes}
+		} else {
+			destructive, world := hints.Destructive, hints.Delivers && openWorld
+			t.Annotations = &sdk.ToolAnnotations{DestructiveHint: &destructive, IdempotentHint: hints.Idempotent, OpenWorldHint: &world}
 		}
 		out = append(out, t)
 	}

@@ -66,10 +66,6 @@ var Get = &schema.Function{
 	},
 }
 
-// Functions lists every function oncecall serves, in the order they are
-// listed to AIVAX.
-var Functions = []*schema.Function{Create, Get}
-
 // Ticket is a support ticket. It belongs to exactly one tenant.
 type Ticket struct {
 	ID          string
@@ -80,6 +76,8 @@ type Ticket struct {
 	Priority    string
 	Tags        []string
 	CreatedAt   time.Time
+	// Function is the tool whose call created it.
+	Function string
 	// OperationKey is the idempotency key of the operation that created it.
 	OperationKey string
 	// RequestID is the application's operation id it was created under.
