@@ -418,9 +418,9 @@ func TestBothMainsAssembleOneServer(t *testing.T) {
 	}
 }
 
-// toolFiles are where a tool may be named: its own file in the callback
-// package (tools_*.go), and the ticket domain, which defines the ticket
-// tools' arguments beside the ticket they describe.
+// toolFile reports whether path may name a tool: the tool's own file in
+// the callback package (tools_*.go), or the ticket domain, which defines
+// the ticket tools' arguments beside the ticket they describe.
 func toolFile(path string) bool {
 	return strings.HasPrefix(path, "internal/ticket/") ||
 		(strings.HasPrefix(path, "internal/callback/tools_") && strings.HasSuffix(path, ".go"))

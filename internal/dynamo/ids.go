@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -22,10 +23,11 @@ const idKeyPK = "config#ids"
 // attrIDKey holds the id key's bytes.
 const attrIDKey = "key"
 
-// idKeyCache remembers the id key once read: it never changes.
+// idKeyCache remembers the id key once read: it never changes. key is
+// read without the lock on every call; mu only serializes the first read.
 type idKeyCache struct {
+	key atomic.Pointer[[]byte]
 	mu  sync.Mutex
-	key []byte
 }
 
 // FirstTicketID returns the id of the first ticket userID's requestID
@@ -46,10 +48,13 @@ func (s *Store) FirstTicketID(ctx context.Context, userID, requestID string) (st
 // nil when the table has none and create is false (then no ticket has an
 // id ticket.IDFor made).
 func (s *Store) idKey(ctx context.Context, create bool) ([]byte, error) {
+	if k := s.ids.key.Load(); k != nil {
+		return *k, nil
+	}
 	s.ids.mu.Lock()
 	defer s.ids.mu.Unlock()
-	if s.ids.key != nil {
-		return s.ids.key, nil
+	if k := s.ids.key.Load(); k != nil {
+		return *k, nil
 	}
 	item, err := s.get(ctx, pk(idKeyPK))
 	if err != nil {
@@ -92,8 +97,8 @@ func (s *Store) idKey(ctx context.Context, create bool) ([]byte, error) {
 	if !ok || len(b.Value) != ticket.IDKeyBytes {
 		return nil, fmt.Errorf("dynamo: the item %s holds no %d-byte key", idKeyPK, ticket.IDKeyBytes)
 	}
-	s.ids.key = b.Value
-	return s.ids.key, nil
+	s.ids.key.Store(&b.Value)
+	return b.Value, nil
 }
 
 // IDKeyAttributes are the attributes of the id key's item, sorted, which
