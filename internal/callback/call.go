@@ -15,7 +15,6 @@ import (
 	"github.com/oncecall/oncecall/internal/identity"
 	"github.com/oncecall/oncecall/internal/nonce"
 	"github.com/oncecall/oncecall/internal/protocol"
-	"github.com/oncecall/oncecall/internal/schema"
 	"github.com/oncecall/oncecall/internal/ticket"
 )
 
@@ -36,11 +35,9 @@ type call struct {
 	// verification; user is what it found, once the call is identified.
 	read *userRead
 	user identity.User
-	// tool is the tool called, once found among the Handler's, fn its
-	// Function, and args its arguments as it will act on them, once
-	// validated.
+	// tool is the tool called, once found among the Handler's, and args
+	// its arguments as it will act on them, once validated.
 	tool *Tool
-	fn   *schema.Function
 	args map[string]any
 	// log is the call's one log line.
 	log entry
@@ -269,8 +266,7 @@ func (c *call) perform(ctx context.Context) protocol.Answer {
 	// metrics: the caller's text is not, before or after it is checked.
 	c.log.function = UnknownFunction
 	if c.tool = c.h.tool(c.in.Function); c.tool != nil {
-		c.fn = c.tool.Function
-		c.log.function = c.fn.Name
+		c.log.function = c.tool.Name()
 	}
 	if ans, ok := c.identify(ctx); !ok {
 		return ans
@@ -310,13 +306,13 @@ func (c *call) identify(ctx context.Context) (protocol.Answer, bool) {
 // the arguments as the function will act on them: the operation key and
 // the ticket are both made from these, never from the arguments as sent.
 func (c *call) authorize() (protocol.Answer, bool) {
-	if c.fn == nil {
+	if c.tool == nil {
 		return c.reject("unknown_function", fmt.Sprintf("There is no function %q. The functions are %s.", canonjson.Clip(c.in.Function), c.h.functionNames())), false
 	}
-	if !c.user.Allows(c.fn.Name) {
-		return c.deny(http.StatusForbidden, "function_not_granted", "This user may not call "+c.fn.Name+"."), false
+	if !c.user.Allows(c.tool.Name()) {
+		return c.deny(http.StatusForbidden, "function_not_granted", "This user may not call "+c.tool.Name()+"."), false
 	}
-	args, v := c.fn.Normalize(c.in.Arguments)
+	args, v := c.tool.Function.Normalize(c.in.Arguments)
 	if len(v) > 0 {
 		msgs := make([]string, len(v))
 		for i, x := range v {
@@ -423,7 +419,7 @@ func (c *call) replay(ctx context.Context, holder idempotency.Record, key idempo
 		// took access away supersedes: its ticket is withheld, and
 		// nothing of it is shown.
 		return c.reject(CodeWithdrawn, fmt.Sprintf(
-			"This request_id's operation was made before this user's access was taken away; its ticket is withheld and will not be delivered. Do not call %s again with this request_id: a new ticket needs a new request from the user.", c.fn.Name))
+			"This request_id's operation was made before this user's access was taken away; its ticket is withheld and will not be delivered. Do not call %s again with this request_id: a new ticket needs a new request from the user.", c.tool.Name()))
 	}
 	if verdict == idempotency.Reused {
 		if ans, late := c.late(ctx); late {
@@ -431,7 +427,7 @@ func (c *call) replay(ctx context.Context, holder idempotency.Record, key idempo
 		}
 		return c.reject("request_id_reused", fmt.Sprintf(
 			"This request_id already created ticket %s with different arguments. Do not call %s again with changed arguments: the ticket exists. A different ticket needs a new request from the user.",
-			holder.TicketID, c.fn.Name))
+			holder.TicketID, c.tool.Name()))
 	}
 	var d *delivery.Record
 	if c.h.Outbox != nil {

@@ -87,12 +87,12 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 	if err := protocol.CheckRequestID(rid, c.door.RequestID); err != nil {
 		return c.refuse(err)
 	}
-	pol := c.h.Policies.For(c.fn.Name)
-	c.h.debug(ctx, "key policy", slog.String("function", c.fn.Name), slog.String("policy", string(pol)))
+	pol := c.h.Policies.For(c.tool.Name())
+	c.h.debug(ctx, "key policy", slog.String("function", c.tool.Name()), slog.String("policy", string(pol)))
 	key, err := idempotency.Derive(pol, idempotency.Operation{
 		Tenant:    c.user.Tenant,
 		RequestID: rid,
-		Function:  c.fn.Name,
+		Function:  c.tool.Name(),
 		Arguments: c.args,
 	})
 	if err != nil {
@@ -108,7 +108,7 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 	t.Tenant = c.user.Tenant
 	t.UserID = c.user.ExternalID
 	t.CreatedAt = now
-	t.Function = c.fn.Name
+	t.Function = c.tool.Name()
 	t.OperationKey = key.ID
 	t.RequestID = rid
 	t.UserVersion = c.user.Version
@@ -135,7 +135,7 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 			Key:         key.ID,
 			UserID:      c.user.ExternalID,
 			Tenant:      c.user.Tenant,
-			Function:    c.fn.Name,
+			Function:    c.tool.Name(),
 			State:       idempotency.Completed,
 			Fingerprint: key.Fingerprint,
 			TicketID:    t.ID,
