@@ -57,6 +57,9 @@ func Outcome(ctx context.Context, st *Store, n int, budget time.Duration, dest b
 	reader := outcome.Reader{Store: svc.Store}
 	raw := st.Client()
 	key, err := svc.Store.RequestRecordKey(ctx, "user-a", "outcome-1")
+	if err == nil && key == nil {
+		err = fmt.Errorf("no id key in the table after a create")
+	}
 	if err != nil {
 		return OutcomeResult{}, err
 	}
