@@ -115,13 +115,15 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 	// The first ticket of a request id takes the id the outcome read finds
 	// from the user and the request id; a later one finds it taken (no
 	// write) and takes a random id.
-	ids := []string{c.h.NewID()}
+	first := ""
 	if rid != "" {
-		first, err := c.h.Store.FirstTicketID(ctx, c.user.ExternalID, rid)
-		if err != nil {
+		if first, err = c.h.Store.FirstTicketID(ctx, c.user.ExternalID, rid); err != nil {
 			return c.fail(err)
 		}
-		ids = []string{first, ids[0]}
+	}
+	t.ID = first
+	if t.ID == "" {
+		t.ID = c.h.NewID()
 	}
 	var (
 		rec    idempotency.Record
@@ -129,8 +131,7 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 		holder idempotency.Record
 		taken  bool
 	)
-	for i, id := range ids {
-		t.ID = id
+	for retried := false; ; retried = true {
 		rec = idempotency.Record{
 			Key:         key.ID,
 			UserID:      c.user.ExternalID,
@@ -146,9 +147,10 @@ func (c *call) create(ctx context.Context) protocol.Answer {
 		}
 		out = c.h.queued(key.ID, t.ID, now)
 		holder, taken, err = c.h.Store.Create(ctx, rec, t, out)
-		if !errors.Is(err, ticket.ErrExists) || i == len(ids)-1 {
+		if !errors.Is(err, ticket.ErrExists) || first == "" || retried {
 			break
 		}
+		t.ID = c.h.NewID()
 	}
 	switch {
 	case err != nil:
